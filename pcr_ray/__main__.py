@@ -1,0 +1,7 @@
+"""`python -m pcr_ray` is `pcr-ray`."""
+
+import sys
+
+from pcr_ray.cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""The `pcr-ray` command line: a thin dispatcher; each subcommand lives in its own module as main(argv) -> int."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module:function, one-line help). Hydra apps take `key=value` overrides after their arguments.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "verify": ("pcr_ray.commands:verify_main", "verify a trace JSON file and print the verdict"),
+    "schema": ("pcr_ray.commands:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
+    "primitives": ("pcr_ray.commands:primitives_main", "list the registered primitives (--markdown for the docs)"),
+    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
+    "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
+    "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
+    "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
+    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
+    "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
+    "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
+    "serve": ("pcr_ray.serve:main", "start the Ray Serve scoring endpoint (Hydra app)"),
+    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "`pcr-ray COMMAND --help` shows a command's own help."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"pcr-ray: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    target, _ = COMMANDS[name]
+    module, _, func = target.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except ImportError as exc:
+        print(f"pcr-ray {name}: cannot import {module}: {exc}. Is the package installed with its extras "
+              f"(`make venv`)?", file=sys.stderr)
+        return 2
+    rc = fn(rest)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

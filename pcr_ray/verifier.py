@@ -1,0 +1,471 @@
+"""The symbolic verifier V(J) -> Verdict: syntax, unit propagation (with recomputation), coherence.
+
+It never raises on a trace, however malformed: every rejection is a Diagnostic(step, stage, code, message).
+`VerifierState` + `verify_step` is the incremental form used by search: checking one candidate step looks
+up only its arguments (O(1) in the prefix length); accepting it makes a new state.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcr_ray.primitives import REGISTRY, DimError, DomainError, Primitive, families
+from pcr_ray.primitives.registry import VARIADIC_MAX
+from pcr_ray.trace import NAME_RE, Answer, Given, Step, Trace, parse_step, parse_trace
+from pcr_ray.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, unit_info
+
+SYNTAX, UNITS, COHERENCE = "syntax", "units", "coherence"
+
+# code -> stage; every diagnostic code the verifier emits is listed here (the docs table reads it).
+CODES: dict[str, tuple[str, str]] = {
+    "malformed": (SYNTAX, "the JSON does not have the shape of a trace or step"),
+    "non_finite": (SYNTAX, "a number is NaN or infinite"),
+    "bad_name": (SYNTAX, "a variable name is not an identifier"),
+    "unknown_op": (SYNTAX, "the op is not a registered primitive"),
+    "missing_arg": (SYNTAX, "a parameter of the op has no argument"),
+    "extra_arg": (SYNTAX, "an argument names no parameter of the op"),
+    "bad_arg": (SYNTAX, "an argument has the wrong kind (e.g. an unknown constant name)"),
+    "undefined_var": (SYNTAX, "an argument names a variable not defined earlier"),
+    "redefined_var": (SYNTAX, "a step or given defines a name that already exists"),
+    "bad_unit": (SYNTAX, "a unit string does not parse"),
+    "unit_mismatch": (UNITS, "arguments violate the op's dimension rule"),
+    "not_dimensionless": (UNITS, "an argument that must be dimensionless has units"),
+    "wrong_out_unit": (UNITS, "the declared output unit has the wrong dimension"),
+    "domain_error": (UNITS, "the op cannot be evaluated on these values (sqrt of a negative, ...)"),
+    "arithmetic_error": (UNITS, "the claimed value disagrees with the recomputed one"),
+    "no_answer": (COHERENCE, "the trace declares no answer"),
+    "answer_undefined": (COHERENCE, "an answer names a variable that does not exist"),
+    "answer_unit_mismatch": (COHERENCE, "an answer is requested in a unit of the wrong dimension"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """Why something was rejected: step index (None for givens/answer), stage, code and a short message."""
+
+    step: int | None
+    stage: str
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "stage": self.stage, "code": self.code, "message": self.message}
+
+    def feedback(self) -> str:
+        """One line, fit to be fed back to a generator."""
+        where = f"step {self.step}" if self.step is not None else "trace"
+        return f"{where}: {self.code}: {self.message}"
+
+
+def _diag(step: int | None, code: str, message: str) -> Diagnostic:
+    return Diagnostic(step, CODES[code][0], code, message)
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A defined variable: value in SI base units, dimension vector, and its declared unit and value in it."""
+
+    name: str
+    base: float
+    dims: Dims
+    unit: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """An accepted step: the op, the variable it defined and its recomputed value in the declared unit."""
+
+    index: int
+    op: str
+    name: str
+    value: float
+    unit: str
+    base: float
+    dims: Dims
+    step: Step | None = None
+
+    def call_text(self) -> str:
+        """The step as 'op(param=arg, ...)'."""
+        if self.step is None:
+            return f"{self.op}(...)"
+        return f"{self.op}(" + ", ".join(f"{k}={v}" for k, v in self.step.args.items()) + ")"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "op": self.op, "name": self.name, "value": self.value, "unit": self.unit,
+                "dimension": format_dims(self.dims), "call": self.call_text()}
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerValue:
+    """An answer variable's value, converted into the requested unit."""
+
+    name: str
+    value: float
+    unit: str
+    base: float
+    dims: Dims
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "dimension": format_dims(self.dims)}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierConfig:
+    """rel_tol/abs_tol: tolerance on claimed values; coverage: fraction of families whose unit rules are checked."""
+
+    rel_tol: float = 1e-6
+    abs_tol: float = 1e-9
+    coverage: float = 1.0
+    max_steps: int = 256
+
+
+DEFAULT_CONFIG = VerifierConfig()
+
+
+def covered_families(coverage: float) -> frozenset[str]:
+    """The deterministic subset of families whose unit rules are checked at this coverage (for the ablation).
+
+    Families are ordered by a stable hash of their name; the first round(coverage * n) are covered.
+    'arithmetic' is ordered like any other family.
+    """
+    fams = families()
+    if coverage >= 1.0:
+        return frozenset(fams)
+    ordered = sorted(fams, key=lambda f: (zlib.crc32(f.encode()), f))
+    k = max(0, min(len(ordered), round(coverage * len(ordered))))
+    return frozenset(ordered[:k])
+
+
+_NEEDS_ENV: dict[str, bool] = {}
+
+
+def _needs_env(prim: Primitive) -> bool:
+    hit = _NEEDS_ENV.get(prim.name)
+    if hit is None:
+        try:
+            hit = "_env" in inspect.signature(prim.fn).parameters
+        except (TypeError, ValueError):
+            hit = False
+        _NEEDS_ENV[prim.name] = hit
+    return hit
+
+
+def _close(claimed: float, computed: float, cfg: VerifierConfig) -> bool:
+    return abs(claimed - computed) <= cfg.rel_tol * max(abs(claimed), abs(computed)) + cfg.abs_tol
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+class VerifierState:
+    """Variables defined so far (givens and accepted steps). Treat as immutable: `extend` returns a new state."""
+
+    __slots__ = ("env", "n_steps", "config", "_covered")
+
+    def __init__(self, env: dict[str, Var], n_steps: int, config: VerifierConfig,
+                 covered: frozenset[str] | None = None) -> None:
+        self.env = env
+        self.n_steps = n_steps
+        self.config = config
+        self._covered = covered if covered is not None else covered_families(config.coverage)
+
+    @classmethod
+    def from_givens(cls, givens: tuple[Given, ...] | list[Given],
+                    config: VerifierConfig = DEFAULT_CONFIG) -> tuple[VerifierState, list[Diagnostic]]:
+        """A state holding the givens; diagnostics for bad units, bad values and duplicate names."""
+        env: dict[str, Var] = {}
+        diags: list[Diagnostic] = []
+        for g in givens:
+            if g.name in env:
+                diags.append(_diag(None, "redefined_var", f"given '{g.name}' is defined twice"))
+                continue
+            if not (isinstance(g.value, (int, float)) and math.isfinite(g.value)):
+                diags.append(_diag(None, "non_finite", f"given '{g.name}' has a non-finite value"))
+                continue
+            try:
+                u = unit_info(g.unit)
+            except UnitError as exc:
+                diags.append(_diag(None, "bad_unit", f"given '{g.name}': {exc}"))
+                continue
+            env[g.name] = Var(g.name, u.to_base(float(g.value)), u.dims, g.unit, float(g.value))
+        return cls(env, 0, config), diags
+
+    def extend(self, result: StepResult) -> VerifierState:
+        env = dict(self.env)
+        env[result.name] = Var(result.name, result.base, result.dims, result.unit, result.value)
+        return VerifierState(env, self.n_steps + 1, self.config, self._covered)
+
+    def variables(self) -> list[Var]:
+        return list(self.env.values())
+
+    def is_covered(self, family: str) -> bool:
+        return family in self._covered
+
+
+@dataclass(frozen=True, slots=True)
+class StepCheck:
+    """The outcome of checking one step against a state: a result and the new state, or a diagnostic."""
+
+    ok: bool
+    result: StepResult | None
+    diagnostic: Diagnostic | None
+    state: VerifierState | None  # the extended state when ok
+
+
+def _arg_names(prim: Primitive, args: dict[str, Any], idx: int) -> tuple[list[str], Diagnostic | None]:
+    if prim.variadic:
+        names = [f"x{i}" for i in range(1, VARIADIC_MAX + 1)]
+        present = [n for n in names if n in args]
+        extra = sorted(set(args) - set(names))
+        if extra:
+            return [], _diag(idx, "extra_arg", f"{prim.name} takes x1..x{VARIADIC_MAX}, not {extra}")
+        if len(present) < 2 or present != names[: len(present)]:
+            return [], _diag(idx, "missing_arg", f"{prim.name} needs consecutive arguments x1, x2[, x3 ...]")
+        return present, None
+    pnames = prim.param_names
+    missing = [p for p in pnames if p not in args]
+    if missing:
+        return [], _diag(idx, "missing_arg", f"{prim.name} is missing argument(s) {missing}; signature "
+                                             f"{prim.signature()}")
+    extra = sorted(set(args) - set(pnames))
+    if extra:
+        return [], _diag(idx, "extra_arg", f"{prim.name} has no parameter(s) {extra}; signature {prim.signature()}")
+    return list(pnames), None
+
+
+def check_step(state: VerifierState, step: Step, index: int | None = None, extend: bool = True) -> StepCheck:
+    """Check one parsed step against `state` without changing it (never raises).
+
+    With extend=True an accepted step comes back with the extended state (a new object).
+    """
+    idx = state.n_steps if index is None else index
+    try:
+        return _check_step(state, step, idx, extend)
+    except Exception as exc:  # a bug in a primitive must not take the verifier down
+        return StepCheck(False, None, _diag(idx, "domain_error", f"{step.op}: evaluation failed: "
+                                                                 f"{type(exc).__name__}: {exc}"[:300]), None)
+
+
+def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> StepCheck:
+    prim = REGISTRY.get(step.op)
+    if prim is None:
+        return _fail(idx, "unknown_op", f"unknown op '{step.op}'")
+    env = state.env
+    out_name = step.out.name
+    if out_name in env:
+        return _fail(idx, "redefined_var", f"'{out_name}' is already defined; choose a new name")
+    names, d = _arg_names(prim, step.args, idx)
+    if d is not None:
+        return StepCheck(False, None, d, None)
+    arg_dims: dict[str, Dims] = {}
+    kwargs: dict[str, Any] = {}
+    params = {p.name: p for p in prim.params}
+    p0 = prim.params[0]
+    for n in names:
+        p = params.get(n, p0)
+        a = step.args[n]
+        if p.kind == "name":
+            if not isinstance(a, str) or (p.choices and a not in p.choices):
+                hint = f"; one of {', '.join(p.choices[:12])}{', ...' if len(p.choices) > 12 else ''}" \
+                    if p.choices else ""
+                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be a name{hint}, got {a!r}")
+            kwargs[n] = a
+            continue
+        if p.kind == "expr":
+            if not isinstance(a, str):
+                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be an expression string")
+            kwargs[n] = a
+            continue
+        if isinstance(a, str):
+            v = env.get(a)
+            if v is None:
+                what = "not a valid name" if not NAME_RE.match(a) else "not defined earlier"
+                return _fail(idx, "undefined_var", f"{prim.name}: argument '{n}' = '{a}' is {what}")
+            arg_dims[n] = v.dims
+            kwargs[n] = v.base
+        else:
+            x = float(a)
+            if not math.isfinite(x):
+                return _fail(idx, "non_finite", f"{prim.name}: literal for '{n}' is not finite")
+            arg_dims[n] = DIMENSIONLESS
+            kwargs[n] = x
+    try:
+        out_u: UnitInfo = unit_info(step.out.unit)
+    except UnitError as exc:
+        return _fail(idx, "bad_unit", f"out unit: {exc}")
+    covered = state.is_covered(prim.family)
+    if covered:
+        if prim.variadic:
+            d0 = arg_dims[names[0]]
+            for n in names[1:]:
+                if arg_dims[n] != d0:
+                    return _fail(idx, "unit_mismatch", f"{prim.name}: all arguments need one dimension; '{names[0]}' "
+                                                       f"is {format_dims(d0)}, '{n}' is {format_dims(arg_dims[n])}")
+            if p0.rkind == "dimless" and d0 != DIMENSIONLESS:
+                return _fail(idx, "not_dimensionless", f"{prim.name}: arguments must be dimensionless")
+        try:
+            if not prim.variadic:
+                prim.check_args(arg_dims)
+            out_dims = prim.out_dims_for(arg_dims if not prim.variadic else {"x1": arg_dims[names[0]]}, kwargs)
+        except DimError as exc:
+            detail = ", ".join(f"{k} is {format_dims(v)}" for k, v in arg_dims.items())
+            return _fail(idx, exc.code, f"{exc} ({detail})")
+        if out_dims != out_u.dims:
+            return _fail(idx, "wrong_out_unit", f"{prim.name} gives {format_dims(out_dims)}, but out unit "
+                                                f"'{step.out.unit}' is {format_dims(out_u.dims)}")
+    else:
+        out_dims = out_u.dims
+    if _needs_env(prim):
+        kwargs["_env"] = {k: v.base for k, v in env.items() if v.dims == DIMENSIONLESS}
+    try:
+        base = prim.fn(**kwargs)
+    except DomainError as exc:
+        return _fail(idx, "domain_error", f"{prim.name}: {exc}")
+    except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError) as exc:
+        return _fail(idx, "domain_error", f"{prim.name}: {type(exc).__name__}: {exc}")
+    if isinstance(base, complex) or not isinstance(base, (int, float)):
+        return _fail(idx, "domain_error", f"{prim.name}: result is not a real number")
+    base = float(base)
+    if not math.isfinite(base):
+        return _fail(idx, "domain_error", f"{prim.name}: result is not finite")
+    value = out_u.from_base(base)
+    if step.value is not None and not _close(step.value, value, state.config):
+        return _fail(idx, "arithmetic_error", f"{prim.name}: claimed {_fmt(step.value)} {step.out.unit}, "
+                                              f"but it computes to {_fmt(value)} {step.out.unit}")
+    result = StepResult(idx, prim.name, out_name, value, step.out.unit, base, out_dims, step)
+    return StepCheck(True, result, None, state.extend(result) if extend else None)
+
+
+def _fail(idx: int, code: str, msg: str) -> StepCheck:
+    return StepCheck(False, None, _diag(idx, code, msg), None)
+
+
+def verify_step(state: VerifierState, step: Step | dict[str, Any], index: int | None = None) -> StepCheck:
+    """Incremental verification: check one step (parsed or JSON-like) against a state; never raises."""
+    idx = state.n_steps if index is None else index
+    if not isinstance(step, Step):
+        from pcr_ray.trace import _Ctx
+
+        ctx = _Ctx()
+        parsed = parse_step(step, idx, ctx)
+        if parsed is None:
+            e = ctx.errors[0] if ctx.errors else None
+            code = e.code if e else "malformed"
+            return _fail(idx, code, f"{e.path}: {e.message}" if e else "not a step")
+        step = parsed
+    return check_step(state, step, idx)
+
+
+def check_answer(state: VerifierState, answer: tuple[Answer, ...] | list[Answer]) -> tuple[list[AnswerValue], list[Diagnostic]]:
+    """Coherence: answers exist, and their requested units have the variables' dimensions."""
+    values: list[AnswerValue] = []
+    diags: list[Diagnostic] = []
+    if not answer:
+        return values, [_diag(None, "no_answer", "the trace declares no answer")]
+    for a in answer:
+        v = state.env.get(a.name)
+        if v is None:
+            diags.append(_diag(None, "answer_undefined", f"answer '{a.name}' is not a defined variable"))
+            continue
+        unit = a.unit or v.unit
+        try:
+            u = unit_info(unit)
+        except UnitError as exc:
+            diags.append(_diag(None, "bad_unit", f"answer '{a.name}': {exc}"))
+            continue
+        if u.dims != v.dims:
+            diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' is {format_dims(v.dims)}, "
+                                                             f"but '{unit}' is {format_dims(u.dims)}"))
+            continue
+        values.append(AnswerValue(a.name, u.from_base(v.base), unit, v.base, v.dims))
+    return values, diags
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The verifier's judgement of a whole trace."""
+
+    ok: bool
+    diagnostics: tuple[Diagnostic, ...]
+    steps: tuple[StepResult, ...] = ()
+    answer: tuple[AnswerValue, ...] = ()
+    n_steps: int = 0
+    givens: tuple[Var, ...] = field(default=())
+
+    @property
+    def first_failure(self) -> Diagnostic | None:
+        return self.diagnostics[0] if self.diagnostics else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "n_steps": self.n_steps,
+            "steps": [s.to_dict() for s in self.steps],
+            "answer": [a.to_dict() for a in self.answer],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+    def format_text(self) -> str:
+        """A readable verdict: each step with its value and unit, the answer, and the first failure explained."""
+        lines = []
+        for g in self.givens:
+            lines.append(f"  given {g.name} = {_fmt(g.value)} {g.unit}")
+        for s in self.steps:
+            lines.append(f"  [{s.index}] {s.name} = {s.call_text()} = {_fmt(s.value)} {s.unit}   ok")
+        for a in self.answer:
+            lines.append(f"answer: {a.name} = {_fmt(a.value)} {a.unit}")
+        if self.ok:
+            lines.append(f"VALID ({self.n_steps} steps)")
+        else:
+            d = self.first_failure
+            assert d is not None
+            where = f"step {d.step}" if d.step is not None else "trace"
+            lines.append(f"REJECTED at {where} [{d.stage}/{d.code}]: {d.message}")
+            for extra in self.diagnostics[1:]:
+                lines.append(f"  also: {extra.feedback()}")
+        return "\n".join(lines)
+
+
+def verify(trace: Trace | dict[str, Any] | str, config: VerifierConfig = DEFAULT_CONFIG) -> Verdict:
+    """V(J): verify a whole trace (object, JSON-like dict or JSON text). Never raises."""
+    try:
+        return _verify(trace, config)
+    except RecursionError:
+        return Verdict(False, (_diag(None, "malformed", "input nested too deeply"),))
+    except Exception as exc:  # last line of defence: a verdict, never a traceback
+        return Verdict(False, (_diag(None, "malformed", f"internal error on this input: {type(exc).__name__}: "
+                                                        f"{exc}"[:300]),))
+
+
+def _verify(trace: Any, config: VerifierConfig) -> Verdict:
+    parsed, shape_errors = parse_trace(trace)
+    if parsed is None:
+        diags = tuple(_diag(e.step, e.code if e.code in CODES else "malformed", f"{e.path}: {e.message}")
+                      for e in shape_errors)
+        return Verdict(False, diags)
+    state, diags = VerifierState.from_givens(parsed.givens, config)
+    givens = tuple(state.env.values())
+    if diags:
+        return Verdict(False, tuple(diags), givens=givens)
+    if len(parsed.steps) > config.max_steps:
+        return Verdict(False, (_diag(None, "malformed", f"more than {config.max_steps} steps"),), givens=givens)
+    results: list[StepResult] = []
+    env = state.env
+    for i, step in enumerate(parsed.steps):
+        chk = check_step(state, step, i, extend=False)
+        if not chk.ok:
+            assert chk.diagnostic is not None
+            return Verdict(False, (chk.diagnostic,), tuple(results), (), i, givens)
+        assert chk.result is not None
+        results.append(chk.result)
+        r = chk.result
+        env[r.name] = Var(r.name, r.base, r.dims, r.unit, r.value)  # in place: whole-trace mode needs no copies
+        state.n_steps += 1
+    values, adiags = check_answer(state, parsed.answer)
+    return Verdict(not adiags, tuple(adiags), tuple(results), tuple(values), len(results), givens)
