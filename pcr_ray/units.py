@@ -220,11 +220,15 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
     return b.from_base(a.to_base(value))
 
 
+@lru_cache(maxsize=65536)
 def dims_mul(a: Dims, b: Dims) -> Dims:
+    """Dimension of a product (cached: the hot path sees few distinct pairs)."""
     return tuple(x + y for x, y in zip(a, b, strict=True))
 
 
+@lru_cache(maxsize=65536)
 def dims_div(a: Dims, b: Dims) -> Dims:
+    """Dimension of a quotient (cached)."""
     return tuple(x - y for x, y in zip(a, b, strict=True))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 import zlib
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +129,11 @@ DEFAULT_CONFIG = VerifierConfig()
 
 
 def covered_families(coverage: float) -> frozenset[str]:
+    return _covered_families(coverage, len(REGISTRY))
+
+
+@lru_cache(maxsize=64)
+def _covered_families(coverage: float, _registry_size: int) -> frozenset[str]:
     """The deterministic subset of families whose unit rules are checked at this coverage (for the ablation).
 
     Families are ordered by a stable hash of their name; the first round(coverage * n) are covered.
@@ -252,6 +258,39 @@ def check_step(state: VerifierState, step: Step, index: int | None = None, exten
                                                                  f"{type(exc).__name__}: {exc}"[:300]), None)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Per-primitive data precomputed once for the hot path."""
+
+    prim: Primitive
+    keys: frozenset[str]
+    # (name, kind, rkind, rdims, rref) per parameter, in order
+    params: tuple[tuple[str, str, str, Dims | None, str], ...]
+    all_vars: bool
+    needs_env: bool
+    post_check: bool  # a 'same' constraint refers forward, or non-variable params: run check_args after the loop
+    rule_uses_values: bool
+
+
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(prim: Primitive) -> _Plan:
+    pl = _PLANS.get(prim.name)
+    if pl is None or pl.prim is not prim:
+        ps = tuple((p.name, p.kind, p.rkind, p.rdims, p.rref) for p in prim.params)
+        seen: set[str] = set()
+        forward = False
+        for p in prim.params:
+            forward |= p.rkind == "same" and p.rref not in seen
+            seen.add(p.name)
+        all_vars = all(p.kind == "var" for p in prim.params)
+        pl = _Plan(prim, frozenset(prim.param_names), ps, all_vars, _needs_env(prim), forward or not all_vars,
+                   getattr(prim.out, "uses_values", True))
+        _PLANS[prim.name] = pl
+    return pl
+
+
 def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> StepCheck:
     prim = REGISTRY.get(step.op)
     if prim is None:
@@ -260,85 +299,155 @@ def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> Ste
     out_name = step.out.name
     if out_name in env:
         return _fail(idx, "redefined_var", f"'{out_name}' is already defined; choose a new name")
-    names, d = _arg_names(prim, step.args, idx)
-    if d is not None:
+    args = step.args
+    if prim.variadic:
+        return _check_variadic(state, step, idx, extend, prim)
+    pl = _PLANS.get(prim.name) or _plan(prim)
+    if args.keys() != pl.keys:
+        _, d = _arg_names(prim, args, idx)
+        assert d is not None
         return StepCheck(False, None, d, None)
-    arg_dims: dict[str, Dims] = {}
-    kwargs: dict[str, Any] = {}
-    params = {p.name: p for p in prim.params}
-    p0 = prim.params[0]
-    for n in names:
-        p = params.get(n, p0)
-        a = step.args[n]
-        if p.kind == "name":
-            if not isinstance(a, str) or (p.choices and a not in p.choices):
-                hint = f"; one of {', '.join(p.choices[:12])}{', ...' if len(p.choices) > 12 else ''}" \
-                    if p.choices else ""
-                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be a name{hint}, got {a!r}")
-            kwargs[n] = a
-            continue
-        if p.kind == "expr":
-            if not isinstance(a, str):
-                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be an expression string")
-            kwargs[n] = a
-            continue
-        if isinstance(a, str):
-            v = env.get(a)
-            if v is None:
-                what = "not a valid name" if not NAME_RE.match(a) else "not defined earlier"
-                return _fail(idx, "undefined_var", f"{prim.name}: argument '{n}' = '{a}' is {what}")
-            arg_dims[n] = v.dims
-            kwargs[n] = v.base
-        else:
-            x = float(a)
-            if not math.isfinite(x):
-                return _fail(idx, "non_finite", f"{prim.name}: literal for '{n}' is not finite")
-            arg_dims[n] = DIMENSIONLESS
-            kwargs[n] = x
     try:
         out_u: UnitInfo = unit_info(step.out.unit)
     except UnitError as exc:
         return _fail(idx, "bad_unit", f"out unit: {exc}")
-    covered = state.is_covered(prim.family)
+    covered = prim.family in state._covered
+    arg_dims: dict[str, Dims] = {}
+    values: list[Any] = []
+    for n, kind, rkind, rdims, rref in pl.params:
+        a = args[n]
+        if kind == "var":
+            if a.__class__ is str:
+                v = env.get(a)
+                if v is None:
+                    what = "not a valid name" if not NAME_RE.match(a) else "not defined earlier"
+                    return _fail(idx, "undefined_var", f"{prim.name}: argument '{n}' = '{a}' is {what}")
+                d = v.dims
+                values.append(v.base)
+            else:
+                x = float(a)
+                if not math.isfinite(x):
+                    return _fail(idx, "non_finite", f"{prim.name}: literal for '{n}' is not finite")
+                d = DIMENSIONLESS
+                values.append(x)
+            arg_dims[n] = d
+            if covered and rkind != "any":
+                if rkind == "exact":
+                    if d != rdims:
+                        return _dim_fail(idx, DimError(f"{prim.name}: argument '{n}' must have the dimension of "
+                                                       f"{dict((q.name, q.dim) for q in prim.params)[n]}"), arg_dims)
+                elif rkind == "dimless":
+                    if d != DIMENSIONLESS:
+                        return _dim_fail(idx, DimError(f"{prim.name}: argument '{n}' must be dimensionless",
+                                                       "not_dimensionless"), arg_dims)
+                elif rkind == "same" and rref in arg_dims and d != arg_dims[rref]:
+                    return _dim_fail(idx, DimError(f"{prim.name}: '{n}' and '{rref}' must have the same dimension"),
+                                     arg_dims)
+        elif kind == "name":
+            p = prim.params[len(values)]
+            if not isinstance(a, str) or (p.choices and a not in p.choices):
+                hint = f"; one of {', '.join(p.choices[:12])}{', ...' if len(p.choices) > 12 else ''}" \
+                    if p.choices else ""
+                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be a name{hint}, got {a!r}")
+            values.append(a)
+        else:  # expr
+            if not isinstance(a, str):
+                return _fail(idx, "bad_arg", f"{prim.name}: '{n}' must be an expression string")
+            values.append(a)
     if covered:
-        if prim.variadic:
-            d0 = arg_dims[names[0]]
-            for n in names[1:]:
-                if arg_dims[n] != d0:
-                    return _fail(idx, "unit_mismatch", f"{prim.name}: all arguments need one dimension; '{names[0]}' "
-                                                       f"is {format_dims(d0)}, '{n}' is {format_dims(arg_dims[n])}")
-            if p0.rkind == "dimless" and d0 != DIMENSIONLESS:
-                return _fail(idx, "not_dimensionless", f"{prim.name}: arguments must be dimensionless")
-        try:
-            if not prim.variadic:
+        # 'same' constraints that refer forward (y before x in the params order) are checked here
+        if pl.post_check:
+            try:
                 prim.check_args(arg_dims)
-            out_dims = prim.out_dims_for(arg_dims if not prim.variadic else {"x1": arg_dims[names[0]]}, kwargs)
+            except DimError as exc:
+                return _dim_fail(idx, exc, arg_dims)
+        try:
+            if prim.out_dims is not None:
+                out_dims = prim.out_dims
+            elif prim.out_ref:
+                out_dims = arg_dims[prim.out_ref]
+            else:
+                vals = {n: v for (n, *_), v in zip(pl.params, values, strict=True)} if pl.rule_uses_values else {}
+                out_dims = prim.out(arg_dims, vals)  # type: ignore[operator]
         except DimError as exc:
-            detail = ", ".join(f"{k} is {format_dims(v)}" for k, v in arg_dims.items())
-            return _fail(idx, exc.code, f"{exc} ({detail})")
+            return _dim_fail(idx, exc, arg_dims)
         if out_dims != out_u.dims:
             return _fail(idx, "wrong_out_unit", f"{prim.name} gives {format_dims(out_dims)}, but out unit "
                                                 f"'{step.out.unit}' is {format_dims(out_u.dims)}")
     else:
         out_dims = out_u.dims
-    if _needs_env(prim):
-        kwargs["_env"] = {k: v.base for k, v in env.items() if v.dims == DIMENSIONLESS}
+    if pl.needs_env:
+        kw = {n: v for (n, *_), v in zip(pl.params, values, strict=True)}
+        kw["_env"] = {k: v.base for k, v in env.items() if v.dims == DIMENSIONLESS}
+        return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kw)
+    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, values, None)
+
+
+def _dim_fail(idx: int, exc: DimError, arg_dims: dict[str, Dims]) -> StepCheck:
+    detail = ", ".join(f"{k} is {format_dims(v)}" for k, v in arg_dims.items())
+    return _fail(idx, exc.code, f"{exc} ({detail})")
+
+
+def _check_variadic(state: VerifierState, step: Step, idx: int, extend: bool, prim: Primitive) -> StepCheck:
+    names, d = _arg_names(prim, step.args, idx)
+    if d is not None:
+        return StepCheck(False, None, d, None)
     try:
-        base = prim.fn(**kwargs)
+        out_u: UnitInfo = unit_info(step.out.unit)
+    except UnitError as exc:
+        return _fail(idx, "bad_unit", f"out unit: {exc}")
+    kwargs: dict[str, float] = {}
+    arg_dims: dict[str, Dims] = {}
+    for n in names:
+        a = step.args[n]
+        if isinstance(a, str):
+            v = state.env.get(a)
+            if v is None:
+                return _fail(idx, "undefined_var", f"{prim.name}: argument '{n}' = '{a}' is not defined earlier")
+            arg_dims[n], kwargs[n] = v.dims, v.base
+        else:
+            if not math.isfinite(float(a)):
+                return _fail(idx, "non_finite", f"{prim.name}: literal for '{n}' is not finite")
+            arg_dims[n], kwargs[n] = DIMENSIONLESS, float(a)
+    if state.is_covered(prim.family):
+        d0 = arg_dims[names[0]]
+        for n in names[1:]:
+            if arg_dims[n] != d0:
+                return _fail(idx, "unit_mismatch", f"{prim.name}: all arguments need one dimension; '{names[0]}' "
+                                                   f"is {format_dims(d0)}, '{n}' is {format_dims(arg_dims[n])}")
+        if prim.params[0].rkind == "dimless" and d0 != DIMENSIONLESS:
+            return _fail(idx, "not_dimensionless", f"{prim.name}: arguments must be dimensionless")
+        out_dims = prim.out_dims_for({"x1": d0}, kwargs)
+        if out_dims != out_u.dims:
+            return _fail(idx, "wrong_out_unit", f"{prim.name} gives {format_dims(out_dims)}, but out unit "
+                                                f"'{step.out.unit}' is {format_dims(out_u.dims)}")
+    else:
+        out_dims = out_u.dims
+    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kwargs)
+
+
+def _finish(state: VerifierState, step: Step, idx: int, extend: bool, prim: Primitive, out_u: UnitInfo,
+            out_dims: Dims, fn: Any, pos: Any, kw: dict[str, Any] | None) -> StepCheck:
+    try:
+        base = fn(*pos) if kw is None else fn(**kw)
     except DomainError as exc:
         return _fail(idx, "domain_error", f"{prim.name}: {exc}")
     except (ZeroDivisionError, ValueError, OverflowError, ArithmeticError) as exc:
         return _fail(idx, "domain_error", f"{prim.name}: {type(exc).__name__}: {exc}")
-    if isinstance(base, complex) or not isinstance(base, (int, float)):
-        return _fail(idx, "domain_error", f"{prim.name}: result is not a real number")
-    base = float(base)
+    if base.__class__ is not float:
+        if isinstance(base, complex) or not isinstance(base, (int, float)):
+            return _fail(idx, "domain_error", f"{prim.name}: result is not a real number")
+        base = float(base)
     if not math.isfinite(base):
         return _fail(idx, "domain_error", f"{prim.name}: result is not finite")
-    value = out_u.from_base(base)
-    if step.value is not None and not _close(step.value, value, state.config):
-        return _fail(idx, "arithmetic_error", f"{prim.name}: claimed {_fmt(step.value)} {step.out.unit}, "
-                                              f"but it computes to {_fmt(value)} {step.out.unit}")
-    result = StepResult(idx, prim.name, out_name, value, step.out.unit, base, out_dims, step)
+    value = (base - out_u.offset) / out_u.scale
+    claimed = step.value
+    if claimed is not None:
+        cfg = state.config
+        if abs(claimed - value) > cfg.rel_tol * max(abs(claimed), abs(value)) + cfg.abs_tol:
+            return _fail(idx, "arithmetic_error", f"{prim.name}: claimed {_fmt(claimed)} {step.out.unit}, "
+                                                  f"but it computes to {_fmt(value)} {step.out.unit}")
+    result = StepResult(idx, prim.name, step.out.name, value, step.out.unit, base, out_dims, step)
     return StepCheck(True, result, None, state.extend(result) if extend else None)
 
 
@@ -458,14 +567,16 @@ def _verify(trace: Any, config: VerifierConfig) -> Verdict:
     results: list[StepResult] = []
     env = state.env
     for i, step in enumerate(parsed.steps):
-        chk = check_step(state, step, i, extend=False)
+        try:
+            chk = _check_step(state, step, i, False)
+        except Exception:
+            chk = check_step(state, step, i, extend=False)  # re-run through the guarded path for the diagnostic
         if not chk.ok:
             assert chk.diagnostic is not None
             return Verdict(False, (chk.diagnostic,), tuple(results), (), i, givens)
         assert chk.result is not None
         results.append(chk.result)
-        r = chk.result
-        env[r.name] = Var(r.name, r.base, r.dims, r.unit, r.value)  # in place: whole-trace mode needs no copies
+        env[chk.result.name] = chk.result  # type: ignore[assignment]  # in place; a StepResult quacks like a Var
         state.n_steps += 1
     values, adiags = check_answer(state, parsed.answer)
     return Verdict(not adiags, tuple(adiags), tuple(results), tuple(values), len(results), givens)

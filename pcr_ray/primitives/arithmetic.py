@@ -91,9 +91,9 @@ register("cube", F, [Param("x")], lambda d, v: tuple(3 * e for e in d["x"]), lam
          "Cube of a quantity.")
 register("reciprocal", F, [Param("x")], lambda d, v: tuple(-e for e in d["x"]), lambda x: _div(1.0, x), "1 / x",
          "Reciprocal; unit exponents negate.")
-register("abs", F, [Param("x")], "=x", abs, "|x|", "Absolute value.")
-register("min", F, XY_SAME, "=x", min, "min(x, y)", "Smaller of two quantities.", commutative=True)
-register("max", F, XY_SAME, "=x", max, "max(x, y)", "Larger of two quantities.", commutative=True)
+register("abs", F, [Param("x")], "=x", lambda x: abs(x), "|x|", "Absolute value.")
+register("min", F, XY_SAME, "=x", lambda x, y: min(x, y), "min(x, y)", "Smaller of two quantities.", commutative=True)
+register("max", F, XY_SAME, "=x", lambda x, y: max(x, y), "max(x, y)", "Larger of two quantities.", commutative=True)
 register("sum", F, [Param("x1"), Param("x2", "=x1")], "=x1", lambda **kw: math.fsum(kw.values()),
          "x1 + x2 + ... + xN", "Sum of 2 to 8 quantities of one dimension.", variadic=True, commutative=True)
 register("mean", F, [Param("x1"), Param("x2", "=x1")], "=x1", lambda **kw: math.fsum(kw.values()) / len(kw),
@@ -128,7 +128,7 @@ register("fraction_of", F, [Param("x"), Param("num", "dimensionless"), Param("de
          lambda x, num, den: x * _div(num, den), "x * num / den", "num/den of x (e.g. 3/4 of the class).")
 register("diff_abs", F, XY_SAME, "=x", lambda x, y: abs(x - y), "|x - y|", "Absolute difference.",
          commutative=True)
-register("hypot", F, XY_SAME, "=x", math.hypot, "sqrt(x^2 + y^2)", "Magnitude of a 2-D vector (x, y).",
+register("hypot", F, XY_SAME, "=x", lambda x, y: math.hypot(x, y), "sqrt(x^2 + y^2)", "Magnitude of a 2-D vector (x, y).",
          commutative=True)
 register("weighted_mean", F, [Param("x1"), Param("w1", "dimensionless"), Param("x2", "=x1"),
                               Param("w2", "dimensionless")], "=x1",

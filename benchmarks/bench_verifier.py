@@ -1,0 +1,211 @@
+"""Verifier throughput (steps/s, one core): the cached dimension-vector path vs a naive pint-Quantity verifier.
+
+Both verify the same mixed corpus (valid and invalid traces over arithmetic and physics primitives) in the
+same run; SymPy-backed primitives are measured on their own line. Writes benchmarks/results/bench_verifier.json.
+
+    .venv/bin/python benchmarks/bench_verifier.py [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import random
+import time
+
+from _machine import machine_info, write_result
+
+from pcr_ray.primitives import REGISTRY
+from pcr_ray.trace import parse_trace
+from pcr_ray.units import UREG, canonical_unit
+from pcr_ray.verifier import verify
+
+
+def _single_step_traces(rng: random.Random, families_: set[str] | None, exclude: set[str]) -> list[dict]:
+    """One trace per fixed-signature primitive: givens for each parameter, one step, the answer."""
+    out = []
+    for p in REGISTRY.values():
+        if p.family in exclude or (families_ is not None and p.family not in families_) or p.variadic:
+            continue
+        if any(q.kind == "var" and q.rkind not in ("exact", "dimless") for q in p.params):
+            continue
+        givens, args = [], {}
+        ok = True
+        for i, q in enumerate(p.params):
+            if q.kind == "name":
+                if not q.choices:
+                    ok = False
+                    break
+                args[q.name] = q.choices[0]
+            elif q.kind == "expr":
+                ok = False
+                break
+            else:
+                unit = "dimensionless" if q.rkind == "dimless" else q.dim
+                givens.append({"name": f"g{i}", "value": round(rng.uniform(0.2, 0.9), 3), "unit": unit})
+                args[q.name] = f"g{i}"
+        if not ok:
+            continue
+        try:
+            out_dims = p.out_dims_for({q.name: q.rdims for q in p.params if q.kind == "var"}, args)
+        except Exception:
+            continue
+        t = {"givens": givens, "steps": [{"op": p.name, "args": args,
+                                          "out": {"name": "r", "unit": canonical_unit(out_dims)}}],
+             "answer": [{"name": "r", "unit": canonical_unit(out_dims)}]}
+        if verify(t).ok:
+            out.append(t)
+    return out
+
+
+def _chain(rng: random.Random, n: int) -> dict:
+    """A chain of n arithmetic steps over speeds/times/distances with mixed units."""
+    givens = [{"name": "v", "value": rng.randint(1, 90), "unit": "km/h"}, {"name": "w", "value": rng.randint(1, 9),
+              "unit": "m/s"}, {"name": "t", "value": rng.randint(1, 60), "unit": "minute"}]
+    steps = [{"op": "add", "args": {"x": "v", "y": "w"}, "out": {"name": "s0", "unit": "m/s"}}]
+    for i in range(1, n):
+        op = rng.choice(["add", "sub", "max", "mul", "abs"])
+        prev = f"s{i - 1}"
+        if op == "mul":
+            args = {"x": prev, "y": round(rng.uniform(0.5, 2), 2)}
+        elif op == "abs":
+            args = {"x": prev}
+        else:
+            args = {"x": prev, "y": "w"}
+        steps.append({"op": op, "args": args, "out": {"name": f"s{i}", "unit": "m/s"}})
+    steps.append({"op": "mul", "args": {"x": f"s{n - 1}", "y": "t"}, "out": {"name": "d", "unit": "km"}})
+    return {"givens": givens, "steps": steps, "answer": [{"name": "d", "unit": "m"}]}
+
+
+def _corrupt(rng: random.Random, t: dict) -> dict:
+    t = copy.deepcopy(t)
+    k = rng.randrange(4)
+    step = rng.choice(t["steps"])
+    if k == 0:
+        step["out"]["unit"] = "kg*s"
+    elif k == 1:
+        first = next(iter(step["args"]))
+        step["args"][first] = "undefined_q"
+    elif k == 2:
+        step["value"] = 123456.0
+    else:
+        t["answer"][0]["unit"] = "mol"
+    return t
+
+
+def build_corpus(seed: int = 0) -> tuple[list, list]:
+    rng = random.Random(seed)
+    singles = _single_step_traces(rng, None, exclude={"algebra"})
+    chains = [_chain(rng, rng.randint(3, 12)) for _ in range(200)]
+    valid = singles + chains
+    invalid = [_corrupt(rng, rng.choice(valid)) for _ in range(len(valid) // 3)]
+    sympy_traces = _single_step_traces(rng, {"algebra"}, exclude=set())
+    parse = lambda ts: [parse_trace(t)[0] for t in ts]  # noqa: E731
+    return parse(valid + invalid), parse(sympy_traces)
+
+
+# ------------------------------------------------------------------ the naive verifier (pint per operation)
+
+Q_ = UREG.Quantity
+
+
+def naive_verify(trace) -> bool:
+    """Same judgement through pint Quantities: construct, multiply, convert on every operation."""
+    env = {}
+    for g in trace.givens:
+        env[g.name] = Q_(g.value, UREG.parse_units(g.unit.replace("^", "**")))
+    for s in trace.steps:
+        p = REGISTRY.get(s.op)
+        if p is None:
+            return False
+        qargs = {}
+        for k, a in s.args.items():
+            if isinstance(a, str) and p.params and any(q.name == k and q.kind != "var" for q in p.params):
+                qargs[k] = a
+            elif isinstance(a, str):
+                if a not in env:
+                    return False
+                qargs[k] = env[a]
+            else:
+                qargs[k] = Q_(a, "dimensionless")
+        try:
+            if s.op in ("add", "sub", "max", "min"):
+                x, y = qargs["x"], qargs["y"]
+                res = {"add": lambda: x + y, "sub": lambda: x - y, "max": lambda: max(x, y.to(x.units)),
+                       "min": lambda: min(x, y.to(x.units))}[s.op]()
+            elif s.op == "mul":
+                res = qargs["x"] * qargs["y"]
+            elif s.op == "div":
+                res = qargs["x"] / qargs["y"]
+            elif s.op == "abs":
+                res = abs(qargs["x"])
+            else:
+                for q in p.params:
+                    if q.kind == "var" and q.rkind == "exact":
+                        if qargs[q.name].dimensionality != Q_(1, UREG.parse_units(q.dim.replace("^", "**"))).dimensionality:
+                            return False
+                base = {k: (v.to_base_units().magnitude if hasattr(v, "to_base_units") else v) for k, v in qargs.items()}
+                mag = p.fn(**base)
+                res = Q_(mag, canonical_unit(p.out_dims_for(
+                    {k: v for k, v in ((q.name, q.rdims) for q in p.params) if v is not None}, base)).replace("^", "**"))
+            out = res.to(UREG.parse_units(s.out.unit.replace("^", "**")))
+        except Exception:
+            return False
+        if s.value is not None and abs(out.magnitude - s.value) > 1e-6 * max(abs(s.value), abs(out.magnitude)) + 1e-9:
+            return False
+        env[s.out.name] = out
+    for a in trace.answer:
+        if a.name not in env:
+            return False
+        try:
+            env[a.name].to(UREG.parse_units(a.unit.replace("^", "**")))
+        except Exception:
+            return False
+    return True
+
+
+def _rate(fn, traces, seconds: float) -> tuple[float, int]:
+    steps_per_pass = sum(len(t.steps) for t in traces)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        for t in traces:
+            fn(t)
+        n += 1
+        el = time.perf_counter() - t0
+        if el >= seconds:
+            return n * steps_per_pass / el, n * len(traces)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    args = ap.parse_args()
+    corpus, sympy_corpus = build_corpus()
+    valid = sum(verify(t).ok for t in corpus)
+    agree = sum(verify(t).ok == naive_verify(t) for t in corpus)
+    cached, _ = _rate(verify, corpus, args.seconds)
+    naive, _ = _rate(naive_verify, corpus, args.seconds)
+    sym, _ = _rate(verify, sympy_corpus, args.seconds / 2) if sympy_corpus else (0.0, 0)
+    res = {
+        "corpus_traces": len(corpus),
+        "corpus_steps": sum(len(t.steps) for t in corpus),
+        "valid_traces": valid,
+        "naive_agrees_on": agree,
+        "cached_steps_per_s": round(cached),
+        "naive_pint_steps_per_s": round(naive),
+        "ratio_cached_over_naive": round(cached / naive, 1),
+        "sympy_traces": len(sympy_corpus),
+        "sympy_steps_per_s": round(sym),
+        "machine": machine_info(),
+    }
+    print(f"corpus: {res['corpus_traces']} traces, {res['corpus_steps']} steps, {valid} valid; "
+          f"naive and cached agree on {agree}")
+    print(f"cached verifier : {cached:12,.0f} steps/s (one core)")
+    print(f"naive pint      : {naive:12,.0f} steps/s")
+    print(f"ratio           : {cached / naive:12.1f} x")
+    print(f"sympy-backed ops: {sym:12,.0f} steps/s ({len(sympy_corpus)} traces, cached path)")
+    write_result("bench_verifier", res)
+
+
+if __name__ == "__main__":
+    main()
