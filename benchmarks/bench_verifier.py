@@ -58,6 +58,20 @@ def _single_step_traces(rng: random.Random, families_: set[str] | None, exclude:
     return out
 
 
+def _sympy_expr_traces(rng: random.Random) -> list[dict]:
+    """Expression-string ops (solve, evaluate) over varied coefficients."""
+    out = []
+    for _ in range(40):
+        a, b, c = rng.randint(1, 9), rng.randint(-9, 9), rng.randint(10, 99)
+        out.append({"givens": [{"name": "k", "value": a}],
+                    "steps": [{"op": "solve_equation", "args": {"equation": f"{a}*x + {b} = {c}", "var": "x"},
+                               "out": {"name": "x", "unit": "dimensionless"}},
+                              {"op": "eval_expr", "args": {"expr": f"k*x**2 + {b}"},
+                               "out": {"name": "y", "unit": "dimensionless"}}],
+                    "answer": [{"name": "y", "unit": "dimensionless"}]})
+    return [t for t in out if verify(t).ok]
+
+
 def _chain(rng: random.Random, n: int) -> dict:
     """A chain of n arithmetic steps over speeds/times/distances with mixed units."""
     givens = [{"name": "v", "value": rng.randint(1, 90), "unit": "km/h"}, {"name": "w", "value": rng.randint(1, 9),
@@ -99,7 +113,7 @@ def build_corpus(seed: int = 0) -> tuple[list, list]:
     chains = [_chain(rng, rng.randint(3, 12)) for _ in range(200)]
     valid = singles + chains
     invalid = [_corrupt(rng, rng.choice(valid)) for _ in range(len(valid) // 3)]
-    sympy_traces = _single_step_traces(rng, {"algebra"}, exclude=set())
+    sympy_traces = _single_step_traces(rng, {"algebra"}, exclude=set()) + _sympy_expr_traces(rng)
     parse = lambda ts: [parse_trace(t)[0] for t in ts]  # noqa: E731
     return parse(valid + invalid), parse(sympy_traces)
 
@@ -129,10 +143,13 @@ def naive_verify(trace) -> bool:
             else:
                 qargs[k] = Q_(a, "dimensionless")
         try:
-            if s.op in ("add", "sub", "max", "min"):
-                x, y = qargs["x"], qargs["y"]
-                res = {"add": lambda: x + y, "sub": lambda: x - y, "max": lambda: max(x, y.to(x.units)),
-                       "min": lambda: min(x, y.to(x.units))}[s.op]()
+            if s.op == "add":
+                res = qargs["x"] + qargs["y"]
+            elif s.op == "sub":
+                res = qargs["x"] - qargs["y"]
+            elif s.op in ("max", "min"):
+                x, y = qargs["x"], qargs["y"].to(qargs["x"].units)
+                res = max(x, y) if s.op == "max" else min(x, y)
             elif s.op == "mul":
                 res = qargs["x"] * qargs["y"]
             elif s.op == "div":
@@ -142,16 +159,19 @@ def naive_verify(trace) -> bool:
             else:
                 for q in p.params:
                     if q.kind == "var" and q.rkind == "exact":
-                        if qargs[q.name].dimensionality != Q_(1, UREG.parse_units(q.dim.replace("^", "**"))).dimensionality:
+                        want = Q_(1, UREG.parse_units(q.dim.replace("^", "**"))).dimensionality
+                        if qargs[q.name].dimensionality != want:
                             return False
-                base = {k: (v.to_base_units().magnitude if hasattr(v, "to_base_units") else v) for k, v in qargs.items()}
+                base = {k: (v.to_base_units().magnitude if hasattr(v, "to_base_units") else v)
+                        for k, v in qargs.items()}
                 mag = p.fn(**base)
-                res = Q_(mag, canonical_unit(p.out_dims_for(
-                    {k: v for k, v in ((q.name, q.rdims) for q in p.params) if v is not None}, base)).replace("^", "**"))
+                dims = {q.name: q.rdims for q in p.params if q.rdims is not None}
+                res = Q_(mag, canonical_unit(p.out_dims_for(dims, base)).replace("^", "**"))
             out = res.to(UREG.parse_units(s.out.unit.replace("^", "**")))
         except Exception:
             return False
-        if s.value is not None and abs(out.magnitude - s.value) > 1e-6 * max(abs(s.value), abs(out.magnitude)) + 1e-9:
+        tol = 1e-6 * max(abs(s.value or 0), abs(out.magnitude)) + 1e-9
+        if s.value is not None and abs(out.magnitude - s.value) > tol:
             return False
         env[s.out.name] = out
     for a in trace.answer:
@@ -164,16 +184,20 @@ def naive_verify(trace) -> bool:
     return True
 
 
-def _rate(fn, traces, seconds: float) -> tuple[float, int]:
-    steps_per_pass = sum(len(t.steps) for t in traces)
-    n, t0 = 0, time.perf_counter()
-    while True:
-        for t in traces:
-            fn(t)
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= seconds:
-            return n * steps_per_pass / el, n * len(traces)
+def _interleaved(fns: dict, traces: list, seconds: float) -> dict[str, float]:
+    """Steps/s of each function, measured in alternating passes so machine load hits them alike."""
+    steps = sum(len(t.steps) for t in traces)
+    spent = dict.fromkeys(fns, 0.0)
+    passes = dict.fromkeys(fns, 0)
+    t_end = time.perf_counter() + seconds * len(fns)
+    while time.perf_counter() < t_end or min(passes.values()) < 3:
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for t in traces:
+                fn(t)
+            spent[name] += time.perf_counter() - t0
+            passes[name] += 1
+    return {name: passes[name] * steps / spent[name] for name in fns}
 
 
 def main() -> None:
@@ -183,9 +207,9 @@ def main() -> None:
     corpus, sympy_corpus = build_corpus()
     valid = sum(verify(t).ok for t in corpus)
     agree = sum(verify(t).ok == naive_verify(t) for t in corpus)
-    cached, _ = _rate(verify, corpus, args.seconds)
-    naive, _ = _rate(naive_verify, corpus, args.seconds)
-    sym, _ = _rate(verify, sympy_corpus, args.seconds / 2) if sympy_corpus else (0.0, 0)
+    rates = _interleaved({"cached": verify, "naive": naive_verify}, corpus, args.seconds)
+    cached, naive = rates["cached"], rates["naive"]
+    sym = _interleaved({"sympy": verify}, sympy_corpus, args.seconds / 2)["sympy"] if sympy_corpus else 0.0
     res = {
         "corpus_traces": len(corpus),
         "corpus_steps": sum(len(t.steps) for t in corpus),

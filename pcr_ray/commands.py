@@ -51,7 +51,8 @@ def verify_main(argv: list[str]) -> int:
 
 
 def schema_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="pcr-ray schema", description="Print the JSON Schema generated from the registry.")
+    ap = argparse.ArgumentParser(prog="pcr-ray schema",
+                                 description="Print the JSON Schema generated from the registry.")
     ap.add_argument("--step", action="store_true", help="schema of one step (or final answer) instead of a trace")
     ap.add_argument("--ops", default="", help="comma-separated op names to restrict the enum")
     args = ap.parse_args(argv)

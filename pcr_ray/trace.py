@@ -50,7 +50,8 @@ class Step:
     value: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"op": self.op, "args": dict(self.args), "out": {"name": self.out.name, "unit": self.out.unit}}
+        d: dict[str, Any] = {"op": self.op, "args": dict(self.args),
+                             "out": {"name": self.out.name, "unit": self.out.unit}}
         if self.value is not None:
             d["value"] = self.value
         return d
@@ -139,7 +140,8 @@ def _name(ctx: _Ctx, x: Any, path: str, step: int | None = None) -> str | None:
         ctx.err(path, f"name must be a string, got {type(x).__name__}", step)
         return None
     if not NAME_RE.match(x):
-        ctx.err(path, f"bad variable name {x!r} (letters, digits, underscore; not starting with a digit)", step, "bad_name")
+        ctx.err(path, f"bad variable name {x!r} (letters, digits, underscore; not starting with a digit)", step,
+                "bad_name")
         return None
     return x
 
@@ -310,7 +312,13 @@ def _answer_items_schema() -> dict[str, Any]:
 
 
 def _op_step_schema(prim: Any) -> dict[str, Any]:
-    props = {}
+    props: dict[str, Any] = {}
+    if prim.variadic:  # x1..x8, at least x1 and x2
+        from pcr_ray.primitives.registry import VARIADIC_MAX
+
+        var = {"anyOf": [_NAME_SCHEMA, {"type": "number"}]}
+        props = {f"x{i}": var for i in range(1, VARIADIC_MAX + 1)}
+        return _step_object(prim.name, props, ["x1", "x2"])
     for p in prim.params:
         if p.kind == "name":
             props[p.name] = {"type": "string", "enum": list(p.choices)} if p.choices else {"type": "string"}
@@ -318,12 +326,15 @@ def _op_step_schema(prim: Any) -> dict[str, Any]:
             props[p.name] = {"type": "string", "maxLength": 200}
         else:
             props[p.name] = {"anyOf": [_NAME_SCHEMA, {"type": "number"}]}
+    return _step_object(prim.name, props, [p.name for p in prim.params])
+
+
+def _step_object(op: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "op": {"const": prim.name},
-            "args": {"type": "object", "properties": props, "required": [p.name for p in prim.params],
-                     "additionalProperties": False},
+            "op": {"const": op},
+            "args": {"type": "object", "properties": props, "required": required, "additionalProperties": False},
             "out": {"type": "object", "properties": {"name": _NAME_SCHEMA, "unit": _UNIT_SCHEMA},
                     "required": ["name", "unit"], "additionalProperties": False},
             "value": {"type": "number"},

@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 import math
 import zlib
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pcr_ray.primitives import REGISTRY, DimError, DomainError, Primitive, families
@@ -471,7 +471,8 @@ def verify_step(state: VerifierState, step: Step | dict[str, Any], index: int | 
     return check_step(state, step, idx)
 
 
-def check_answer(state: VerifierState, answer: tuple[Answer, ...] | list[Answer]) -> tuple[list[AnswerValue], list[Diagnostic]]:
+def check_answer(state: VerifierState,
+                 answer: tuple[Answer, ...] | list[Answer]) -> tuple[list[AnswerValue], list[Diagnostic]]:
     """Coherence: answers exist, and their requested units have the variables' dimensions."""
     values: list[AnswerValue] = []
     diags: list[Diagnostic] = []
@@ -578,5 +579,29 @@ def _verify(trace: Any, config: VerifierConfig) -> Verdict:
         results.append(chk.result)
         env[chk.result.name] = chk.result  # type: ignore[assignment]  # in place; a StepResult quacks like a Var
         state.n_steps += 1
+    values, adiags = check_answer(state, parsed.answer)
+    return Verdict(not adiags, tuple(adiags), tuple(results), tuple(values), len(results), givens)
+
+
+def verify_incrementally(trace: Trace | dict[str, Any] | str, config: VerifierConfig = DEFAULT_CONFIG) -> Verdict:
+    """V(J) computed through the incremental API (state + one step at a time); must equal `verify`."""
+    parsed, shape_errors = parse_trace(trace)
+    if parsed is None:
+        return verify(trace, config)
+    state, diags = VerifierState.from_givens(parsed.givens, config)
+    givens = tuple(state.env.values())
+    if diags:
+        return Verdict(False, tuple(diags), givens=givens)
+    if len(parsed.steps) > config.max_steps:
+        return verify(parsed, config)
+    results: list[StepResult] = []
+    for step in parsed.steps:
+        chk = verify_step(state, step)
+        if not chk.ok:
+            assert chk.diagnostic is not None
+            return Verdict(False, (chk.diagnostic,), tuple(results), (), len(results), givens)
+        assert chk.result is not None and chk.state is not None
+        results.append(chk.result)
+        state = chk.state
     values, adiags = check_answer(state, parsed.answer)
     return Verdict(not adiags, tuple(adiags), tuple(results), tuple(values), len(results), givens)

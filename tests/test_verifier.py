@@ -58,10 +58,14 @@ def test_valid_trace_values():
     assert d["ok"] is True and d["answer"][0]["unit"] == "m"
 
 
-def mutate(fn):
+def mutate_trace(fn):
     t = copy.deepcopy(BASE)
     fn(t)
-    return verify(t)
+    return t
+
+
+def mutate(fn):
+    return verify(mutate_trace(fn))
 
 
 # (description, mutation, expected code, expected stage)

@@ -128,7 +128,8 @@ register("fraction_of", F, [Param("x"), Param("num", "dimensionless"), Param("de
          lambda x, num, den: x * _div(num, den), "x * num / den", "num/den of x (e.g. 3/4 of the class).")
 register("diff_abs", F, XY_SAME, "=x", lambda x, y: abs(x - y), "|x - y|", "Absolute difference.",
          commutative=True)
-register("hypot", F, XY_SAME, "=x", lambda x, y: math.hypot(x, y), "sqrt(x^2 + y^2)", "Magnitude of a 2-D vector (x, y).",
+register("hypot", F, XY_SAME, "=x", lambda x, y: math.hypot(x, y), "sqrt(x^2 + y^2)",
+         "Magnitude of a 2-D vector (x, y).",
          commutative=True)
 register("weighted_mean", F, [Param("x1"), Param("w1", "dimensionless"), Param("x2", "=x1"),
                               Param("w2", "dimensionless")], "=x1",
