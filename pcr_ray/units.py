@@ -71,15 +71,21 @@ class UnitInfo:
         return (base_value - self.offset) / self.scale
 
 
+def _is_defined(ureg: pint.UnitRegistry, name: str) -> bool:
+    try:
+        ureg.parse_units(name)
+        return True
+    except Exception:
+        return False
+
+
 def _make_registry() -> pint.UnitRegistry:
-    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True, on_redefinition="raise")
     for line in PROJECT_UNIT_DEFINITIONS:
         ureg.define(line)
     for noun in DEFAULT_COUNT_UNITS:
-        try:
+        if not _is_defined(ureg, noun):  # keep pint's meaning of words it knows (e.g. `cup` is a volume)
             ureg.define(f"{noun} = item")
-        except (pint.errors.RedefinitionError, ValueError):
-            pass  # pint already knows the word (e.g. `can`, `unit`): keep pint's meaning
     return ureg
 
 
@@ -90,10 +96,9 @@ def register_count_unit(name: str) -> None:
     """Register another countable noun (e.g. 'widget') as a `[count]` unit."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z_]*", name):
         raise UnitError(f"count unit names are letters only, got {name!r}")
-    try:
-        UREG.define(f"{name} = item")
-    except pint.errors.RedefinitionError as exc:
-        raise UnitError(f"{name!r} is already a unit: {exc}") from exc
+    if _is_defined(UREG, name):
+        raise UnitError(f"{name!r} is already a unit ({UREG.parse_units(name)}); pick another name")
+    UREG.define(f"{name} = item")
     unit_info.cache_clear()
 
 
@@ -125,7 +130,9 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _LEADING_SCALE = re.compile(
     r"^\s*(?:([0-9.]+)\s*(?:\\times|\*|x|×)\s*)?10\s*(?:\^|\*\*)\s*\{?\s*([-+]?\d+)\s*\}?\s*(.*)$"
 )
-_COUNT_WORD = re.compile(r"\bcounts?\b")
+_POWER = re.compile(r"\*\*\s*(?:\(\s*([-+]?)\s*(\d+)\s*\)|([-+]?)\s*(\d+))")
+# words pint reads as obscure units (cat = catty, a mass) that problems mean as counts
+_COUNT_WORD = re.compile(r"\b(?:counts?|cats?|bags?|units?)\b")
 _CURRENCY_WORDS = re.compile(r"^\s*(\$|dollars?|usd|US\$)\s*$", re.IGNORECASE)
 
 
@@ -148,7 +155,7 @@ def normalize_unit_text(text: str) -> tuple[float, str]:
     for pat, rep in _REWRITES:
         s = pat.sub(rep, s)
     s = re.sub(r"\s+", " ", s).strip()
-    s = re.sub(r"\*\*\s*\(?\s*([-+]?)\s*(\d+)\s*\)?", r"**\1\2", s)
+    s = _POWER.sub(lambda m: "**" + (m.group(1) or m.group(3) or "") + (m.group(2) or m.group(4)), s)
     s = re.sub(r"(?<=[A-Za-z)])\s*\*\s*\*", "**", s)
     if s in ("", "1", "dimensionless", "-", "none", "None"):
         s = "dimensionless"
