@@ -16,9 +16,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
+# Headless Chromium for the report test (Debian package). Installed when root with apt-get; else the test skips.
+$(VENV)/.chromium: $(STAMP)
+	@if command -v chromium >/dev/null 2>&1; then touch $@; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium (Debian) for the report test..."; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  && touch $@ || echo "note: chromium could not be installed; the report browser test will be skipped"; \
+	else echo "note: chromium not found (apt-get install chromium); the report browser test will be skipped"; fi
+
 venv: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) $(VENV)/.chromium
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
