@@ -1,0 +1,238 @@
+"""Readers for the real data sets in the shared data folder: GSM8K, MATH-500, MATH test, SciBench.
+
+Each reader yields `Problem` records (plain Python, no Ray). `load_dataset(name)` is the single entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from pcr_ray.config import data_dir as _default_data_dir
+from pcr_ray.data.problem import Problem
+
+DATASETS: tuple[str, ...] = ("gsm8k_train", "gsm8k_test", "math500", "math", "scibench", "physics")
+
+# What each data set needs, relative to the data folder (for the "missing" message).
+_EXPECTED: dict[str, str] = {
+    "gsm8k_train": "gsm8k/train.jsonl",
+    "gsm8k_test": "gsm8k/test.jsonl",
+    "math500": "math500/test.jsonl",
+    "math": "math/test.jsonl",
+    "scibench": "scibench/*.json",
+}
+
+
+class DataMissingError(FileNotFoundError):
+    """A data file is not where it should be; the message says what is missing and where to put it."""
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
+    """The data folder: the argument, else $PCR_RAY_DATA, else ../shared/data next to the repository."""
+    return Path(data_dir).expanduser().resolve() if data_dir else _default_data_dir()
+
+
+def _require(path: Path, root: Path, what: str) -> Path:
+    if not path.exists():
+        raise DataMissingError(
+            f"{what}: {path} is missing. Put the file at <data>/{path.relative_to(root)} where <data> is {root} "
+            f"(the default is ../shared/data next to the repository), or set PCR_RAY_DATA to the folder that "
+            f"holds gsm8k/, math500/, math/ and scibench/."
+        )
+    return path
+
+
+def _read_jsonl(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid JSON: {exc}") from None
+
+
+_NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
+_FRAC_RE = re.compile(r"^(-?)\\[dt]?frac\{(-?\d+)\}\{(\d+)\}$")
+
+
+def parse_number(text: str) -> float | None:
+    """A plain number ('1,000', '-3.5', '$12', '\\frac{9}{7}', '50\\%') as a float, else None."""
+    s = text.strip().strip("$").strip().replace("\u2212", "-")
+    s = re.sub(r"\\(?:!|,|;|\s)", "", s)
+    s = s.replace("\\%", "").replace("%", "").replace("\\$", "").strip()
+    s = re.sub(r"^\\text\{([^{}]*)\}$", r"\1", s)
+    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s):
+        s = s.replace(",", "")
+    if _NUM_RE.match(s):
+        return float(s)
+    m = _FRAC_RE.match(s)
+    if m and int(m.group(3)) != 0:
+        v = int(m.group(2)) / int(m.group(3))
+        return -v if m.group(1) else v
+    return None
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{...} (or \\fbox{...}, or '\\boxed 5') in a solution; None if absent."""
+    idx = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if idx < 0:
+        return None
+    i = idx + (6 if text.startswith("\\boxed", idx) else 5)
+    if i < len(text) and text[i] == " ":
+        m = re.match(r" ([^\s$]+)", text[i:])
+        return m.group(1) if m else None
+    if i >= len(text) or text[i] != "{":
+        return None
+    depth, start = 0, i
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : j]
+    return None
+
+
+def gsm8k_final_answer(solution: str) -> str:
+    """The text after '####' in a GSM8K solution, commas removed."""
+    if "####" not in solution:
+        raise ValueError("GSM8K solution has no '####' line")
+    return solution.rsplit("####", 1)[1].strip().replace(",", "")
+
+
+def iter_gsm8k(split: str = "test", data_dir: str | Path | None = None, *, traces: bool = True,
+               implicit: bool = True, results: list | None = None) -> Iterator[Problem]:
+    """GSM8K train/test; with traces=True the calculator annotations are converted to gold traces.
+
+    `results`, when given, collects each problem's ConversionResult (for conversion statistics).
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"GSM8K split must be 'train' or 'test', got {split!r}")
+    root = resolve_data_dir(data_dir)
+    path = _require(root / "gsm8k" / f"{split}.jsonl", root, f"GSM8K {split}")
+    convert = None
+    if traces:
+        from pcr_ray.data.gsm8k_traces import convert_gsm8k as convert
+    for i, row in enumerate(_read_jsonl(path)):
+        question, solution = row["question"], row["answer"]
+        answer = gsm8k_final_answer(solution)
+        trace, steps = None, None
+        if convert is not None:
+            res = convert(question, solution, implicit=implicit)
+            if results is not None:
+                results.append(res)
+            if res.ok:
+                trace, steps = res.trace, res.n_steps
+        yield Problem(
+            id=f"gsm8k/{split}/{i}", source="gsm8k", text=question, answer=answer,
+            answer_value=parse_number(answer), answer_unit="", level=None, subject=split,
+            gold_trace=trace, gold_steps=steps,
+        )
+
+
+def _level(x: object) -> int | None:
+    if isinstance(x, int):
+        return x
+    m = re.search(r"\d+", str(x or ""))
+    return int(m.group()) if m else None
+
+
+def iter_math500(data_dir: str | Path | None = None) -> Iterator[Problem]:
+    """MATH-500 (PRM800K's test split): answer field as given; id is the MATH unique_id."""
+    root = resolve_data_dir(data_dir)
+    path = _require(root / "math500" / "test.jsonl", root, "MATH-500")
+    for row in _read_jsonl(path):
+        answer = str(row["answer"]).strip()
+        yield Problem(
+            id=f"math500/{row['unique_id']}", source="math500", text=row["problem"], answer=answer,
+            answer_value=parse_number(answer), level=_level(row.get("level")), subject=str(row.get("subject", "")),
+        )
+
+
+def iter_math(data_dir: str | Path | None = None) -> Iterator[Problem]:
+    """MATH test (5,000): the answer is the last \\boxed{} of the solution."""
+    root = resolve_data_dir(data_dir)
+    path = _require(root / "math" / "test.jsonl", root, "MATH test")
+    for i, row in enumerate(_read_jsonl(path)):
+        answer = last_boxed(row["solution"])
+        if answer is None:
+            raise ValueError(f"{path}: problem {i} has no \\boxed{{}} answer in its solution")
+        answer = answer.strip()
+        yield Problem(
+            id=f"math/test/{row.get('idx', i)}", source="math", text=row["problem"], answer=answer,
+            answer_value=parse_number(answer), level=_level(row.get("level")), subject=str(row.get("type", "")),
+        )
+
+
+def clean_scibench_unit(unit: str) -> str:
+    """SciBench unit as written, without the $ delimiters and surrounding whitespace ('10^4 N/C' keeps 10^4)."""
+    s = unit.replace("\r", " ").replace("\n", " ").strip()
+    if s == "$\\$$":
+        return "USD"
+    s = re.sub(r"^\$\s*(.*?)\s*\$", r"\1", s) if s.count("$") >= 2 else s.strip("$")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def iter_scibench(data_dir: str | Path | None = None) -> Iterator[Problem]:
+    """SciBench textbook problems (every scibench/*.json present): value from answer_number, unit as written."""
+    root = resolve_data_dir(data_dir)
+    folder = root / "scibench"
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        raise DataMissingError(
+            f"SciBench: no *.json files in {folder}. Put SciBench's dataset/original/*.json there "
+            f"(or set PCR_RAY_DATA to the folder holding scibench/)."
+        )
+    seen: set[str] = set()
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
+            rows = json.load(fh)
+        for k, row in enumerate(rows):
+            pid = re.sub(r"\s+", "_", str(row.get("problemid", "")).strip()) or str(k)
+            rid = f"scibench/{path.stem}/{pid}"
+            if rid in seen:
+                rid = f"{rid}#{k}"
+            seen.add(rid)
+            number = parse_number(str(row.get("answer_number", "")))
+            yield Problem(
+                id=rid, source="scibench", text=str(row["problem_text"]).strip(),
+                answer=str(row.get("answer_latex", row.get("answer_number", ""))).strip(),
+                answer_value=number, answer_unit=clean_scibench_unit(str(row.get("unit", ""))),
+                level=None, subject=str(row.get("source", path.stem)).strip(),
+            )
+
+
+def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) -> Iterator[Problem]:
+    """Problems of one named data set (see DATASETS). 'physics' takes n= and seed= (procedural)."""
+    if name == "gsm8k_train":
+        return iter_gsm8k("train", data_dir, **kw)  # type: ignore[arg-type]
+    if name == "gsm8k_test":
+        return iter_gsm8k("test", data_dir, **kw)  # type: ignore[arg-type]
+    if name == "math500":
+        return iter_math500(data_dir)
+    if name == "math":
+        return iter_math(data_dir)
+    if name == "scibench":
+        return iter_scibench(data_dir)
+    if name == "physics":
+        from pcr_ray.data.physics import generate_problems
+
+        return iter(generate_problems(**kw))  # type: ignore[arg-type]
+    raise ValueError(f"unknown data set {name!r}; one of {', '.join(DATASETS)}")
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, limit: int | None = None,
+                 **kw: object) -> list[Problem]:
+    """A list of the problems of one data set (the first `limit` when given)."""
+    out: list[Problem] = []
+    for p in iter_dataset(name, data_dir, **kw):
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(p)
+    return out

@@ -1,0 +1,295 @@
+"""Answer grading: numbers with units and a relative tolerance, and MATH answers with math-verify.
+
+`grade(pred, gold, kind=...)` never raises: a malformed prediction is simply wrong, with a reason.
+Numeric answers convert between units through pcr_ray.units (an answer in another but convertible unit is
+right; one of the wrong dimension is wrong). MATH answers go through math-verify with its signal-based
+timeouts disabled (they only work in the main thread) and the time bounded by a daemon worker thread and an
+input-length cap, so grading works inside Ray workers and thread pools.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pcr_ray.units import UnitError, try_unit_info
+
+# Named settings: (kind, rel_tol, abs_tol). SciBench uses a 5% relative tolerance; GSM8K is exact.
+SETTINGS: dict[str, tuple[str, float, float]] = {
+    "gsm8k": ("numeric", 0.0, 1e-6),
+    "scibench": ("numeric", 0.05, 0.0),
+    "physics": ("numeric", 1e-3, 1e-12),
+    "math": ("math", 0.0, 0.0),
+    "math500": ("math", 0.0, 0.0),
+}
+SCIBENCH_REL_TOL = 0.05
+MAX_MATH_CHARS = 2000
+MAX_TEXT_CHARS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class GradeResult:
+    """Whether the prediction is right, and why (a short reason either way)."""
+
+    correct: bool
+    reason: str
+    pred_value: float | None = None
+    gold_value: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+
+# ---------------------------------------------------------------- reading a numeric prediction
+
+_NUM = (r"[-+−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)")
+_LEAD_RE = re.compile(
+    r"^\s*(?P<cur>\$|US\$|USD\s)?\s*(?P<num>" + _NUM + r")"
+    r"(?:\s*(?:[eE](?P<e>[-+]?\d+)|(?:\\times|×|x|\*|\\cdot)\s*10\s*\^\s*\{?\s*(?P<p>[-+−]?\d+)\s*\}?))?"
+    r"(?:\s*/\s*(?P<den>\d+)(?![\d.]))?"
+)
+_FRAC_RE = re.compile(r"^\s*([-+−]?)\s*\\[dt]?frac\s*\{\s*([-+−]?\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
+_ANSWER_PREFIX = re.compile(r"^(?:.*?(?:final answer|answer)\s*(?:is|:)\s*|.*####\s*)", re.IGNORECASE | re.DOTALL)
+
+
+def _boxed(text: str) -> str | None:
+    i = text.rfind("\\boxed")
+    if i < 0:
+        return None
+    j = text.find("{", i)
+    if j < 0:
+        return None
+    depth = 0
+    for k in range(j, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[j + 1:k]
+    return None
+
+
+def parse_quantity(text: str) -> tuple[float, str] | None:
+    """A number and the unit text after it from an answer string ('$1,000', '3.0 x 10^8 m/s', '\\frac{1}{2}',
+    'The answer is 25 km', '#### 18'); None when there is no number. Never raises."""
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
+        return None
+    s = text.strip()
+    boxed = _boxed(s)
+    if boxed is not None:
+        s = boxed
+    elif re.search(r"answer\s*(?:is|:)|####", s, re.IGNORECASE):
+        s = _ANSWER_PREFIX.sub("", s, count=1)
+    s = s.replace("\\$", "$").replace("\\%", "%").replace("\\!", "").replace("\\,", "").replace("{,}", ",")
+    s = s.strip().rstrip(".").strip()
+    s = re.sub(r"^\$\s*(?=[\d.+\-−\\])", "$", s)
+    inner = re.fullmatch(r"\$([^$]+)\$", s)
+    if inner:
+        s = inner.group(1).strip()
+    m = _FRAC_RE.match(s)
+    if m:
+        den = float(m.group(3))
+        if den == 0:
+            return None
+        v = float(m.group(2).replace("−", "-")) / den
+        v = -v if m.group(1) in ("-", "−") else v
+        return v, s[m.end():].strip()
+    m = _LEAD_RE.match(s)
+    if not m:
+        # a number somewhere else: the last one, and what follows it
+        nums = list(re.finditer(_NUM, s))
+        if not nums:
+            return None
+        m = _LEAD_RE.match(s, nums[-1].start())
+        if not m:
+            return None
+    try:
+        v = float(m.group("num").replace(",", "").replace("−", "-"))
+        if m.group("e"):
+            v *= 10.0 ** int(m.group("e"))
+        if m.group("p"):
+            v *= 10.0 ** int(m.group("p").replace("−", "-"))
+        if m.group("den"):
+            d = float(m.group("den"))
+            if d == 0:
+                return None
+            v /= d
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(v):
+        return None
+    rest = s[m.end():].strip()
+    if m.group("cur"):
+        rest = "USD"
+    return v, rest
+
+
+_SCALE_ONLY = re.compile(r"^\s*(?:\\mathrm\{)?\s*10\s*\^\s*\{?\s*([-+−]?\d+)\s*\}?\s*\}?\s*$")
+
+
+def _unit_scale(unit: str) -> tuple[float, str]:
+    """A gold unit that is only a power of ten ('10^6') becomes (1e6, ''); others pass through."""
+    m = _SCALE_ONLY.match(unit or "")
+    if m:
+        return 10.0 ** int(m.group(1).replace("−", "-")), ""
+    return 1.0, unit or ""
+
+
+def _clean_unit_text(u: str) -> str:
+    u = u.strip().strip(".").strip()
+    u = re.sub(r"^(?:of\s+|in\s+)", "", u)
+    return u
+
+
+def _close(p: float, g: float, rel_tol: float, abs_tol: float) -> bool:
+    return abs(p - g) <= rel_tol * abs(g) + abs_tol
+
+
+def grade_numeric(pred: Any, gold: Any, *, unit: str = "", pred_unit: str | None = None, rel_tol: float = 1e-6,
+                  abs_tol: float = 1e-9) -> GradeResult:
+    """Numeric grading with units: the prediction is converted into the gold unit before comparing."""
+    # gold
+    if isinstance(gold, bool) or gold is None:
+        return GradeResult(False, "gold answer is not a number")
+    if isinstance(gold, (int, float)):
+        g_val, g_unit = float(gold), unit
+    else:
+        q = parse_quantity(str(gold))
+        if q is None:
+            return GradeResult(False, f"gold answer {str(gold)[:40]!r} is not a number")
+        g_val, g_unit = q[0], unit or q[1]
+    scale, g_unit = _unit_scale(g_unit)
+    g_val *= scale
+    g_info = try_unit_info(g_unit) if g_unit else None
+    # prediction
+    if pred is None or isinstance(pred, bool):
+        return GradeResult(False, "no answer", None, g_val)
+    if isinstance(pred, (int, float)):
+        p_val, p_unit = float(pred), pred_unit or ""
+    elif isinstance(pred, str):
+        q = parse_quantity(pred)
+        if q is None:
+            return GradeResult(False, "no number in the prediction", None, g_val)
+        p_val, p_unit = q[0], pred_unit if pred_unit is not None else q[1]
+    else:
+        return GradeResult(False, f"prediction of type {type(pred).__name__} is not a number", None, g_val)
+    if not math.isfinite(p_val):
+        return GradeResult(False, "prediction is not finite", None, g_val)
+    p_unit = _clean_unit_text(p_unit)
+    note = ""
+    if g_info is not None and p_unit:
+        p_scale, p_unit2 = _unit_scale(p_unit)
+        p_info = try_unit_info(p_unit2) if p_unit2 else None
+        if p_unit2 == "":
+            p_val *= p_scale
+        elif p_info is None:
+            note = f" (unit {p_unit[:20]!r} not understood; read as {g_unit})"
+        elif p_info.dims != g_info.dims:
+            return GradeResult(False, f"wrong dimension: {p_unit!r} is not convertible to {g_unit!r}", p_val, g_val)
+        else:
+            try:
+                p_val = g_info.from_base(p_info.to_base(p_val * p_scale))
+            except (UnitError, ArithmeticError):
+                return GradeResult(False, "unit conversion failed", p_val, g_val)
+            if p_unit2 != g_unit:
+                note = f" (converted from {p_unit})"
+    ok = _close(p_val, g_val, rel_tol, abs_tol)
+    rel = abs(p_val - g_val) / abs(g_val) if g_val else abs(p_val - g_val)
+    if ok:
+        return GradeResult(True, f"match within tolerance{note}", p_val, g_val)
+    return GradeResult(False, f"value {p_val:.6g} vs gold {g_val:.6g} (rel. error {rel:.3g}){note}", p_val, g_val)
+
+
+# ---------------------------------------------------------------- MATH answers (math-verify)
+
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+
+def _as_latex(answer: str) -> str:
+    s = answer.strip()
+    if "\\boxed" in s or "$" in s:
+        return s
+    return f"${s}$"
+
+
+def _math_verify_call(pred: str, gold: str) -> bool:
+    from math_verify import parse, verify  # imported lazily: sympy + antlr take a while to load
+
+    g = parse(_as_latex(gold), parsing_timeout=None)  # type: ignore[arg-type]
+    p = parse(_as_latex(pred), parsing_timeout=None)  # type: ignore[arg-type]
+    if not g or not p:
+        return False
+    return bool(verify(g, p, timeout_seconds=None))
+
+
+def grade_math(pred: Any, gold: Any, *, timeout_s: float = 5.0) -> GradeResult:
+    """MATH-style equivalence with math-verify, run in a daemon thread bounded by `timeout_s` (thread-safe)."""
+    if not isinstance(pred, (str, int, float)) or isinstance(pred, bool):
+        return GradeResult(False, "no answer" if pred is None else f"prediction of type {type(pred).__name__}")
+    if not isinstance(gold, (str, int, float)) or isinstance(gold, bool):
+        return GradeResult(False, "gold answer is not text")
+    p, g = str(pred), str(gold)
+    if not p.strip():
+        return GradeResult(False, "empty prediction")
+    if len(p) > MAX_MATH_CHARS or len(g) > MAX_MATH_CHARS:
+        return GradeResult(False, f"answer longer than {MAX_MATH_CHARS} characters")
+    if p.strip() == g.strip():
+        return GradeResult(True, "identical strings")
+    out: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            out["ok"] = _math_verify_call(p, g)
+        except BaseException as exc:  # noqa: BLE001 - any failure of the checker is a 'not equal'
+            out["err"] = f"{type(exc).__name__}: {exc}"[:120]
+
+    th = threading.Thread(target=work, name="pcr-ray-math-verify", daemon=True)
+    th.start()
+    th.join(timeout_s)
+    if th.is_alive():
+        return GradeResult(False, f"math-verify timed out after {timeout_s:g}s")
+    if "err" in out:
+        return GradeResult(False, f"math-verify error: {out['err']}")
+    if out.get("ok"):
+        return GradeResult(True, "math-verify: equivalent")
+    return GradeResult(False, "math-verify: not equivalent")
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def grade(pred: Any, gold: Any, *, kind: str = "numeric", rel_tol: float = 1e-6, abs_tol: float = 1e-9,
+          unit: str = "", pred_unit: str | None = None, timeout_s: float = 5.0) -> GradeResult:
+    """Grade one prediction against one gold answer. kind: 'numeric' (units, tolerance) or 'math' (math-verify).
+
+    Never raises: any failure becomes GradeResult(False, reason).
+    """
+    try:
+        if kind == "numeric":
+            return grade_numeric(pred, gold, unit=unit, pred_unit=pred_unit, rel_tol=rel_tol, abs_tol=abs_tol)
+        if kind == "math":
+            res = grade_math(pred, gold, timeout_s=timeout_s)
+            if not res.correct and isinstance(gold, (int, float, str)) and not isinstance(gold, bool):
+                # plain numbers that math-verify could not read ('1,000' vs '1000') still count
+                num = grade_numeric(pred, gold, rel_tol=1e-9, abs_tol=1e-12)
+                if num.correct and not re.search(r"[a-zA-Z\\]", str(gold).replace("\\frac", "")):
+                    return GradeResult(True, "equal as numbers", num.pred_value, num.gold_value)
+            return res
+        return GradeResult(False, f"unknown grading kind {kind!r}")
+    except Exception as exc:  # noqa: BLE001 - grading must not take a pipeline down
+        return GradeResult(False, f"grading error: {type(exc).__name__}: {exc}"[:200])
+
+
+def grade_problem(pred: Any, problem: Any, *, pred_unit: str | None = None, timeout_s: float = 5.0) -> GradeResult:
+    """Grade against a `Problem` with the setting of its source (GSM8K exact, SciBench 5%, MATH math-verify)."""
+    kind, rel, ab = SETTINGS.get(problem.source, ("numeric", 1e-6, 1e-9))
+    if kind == "math":
+        return grade(pred, problem.answer, kind="math", timeout_s=timeout_s)
+    gold = problem.answer_value if problem.answer_value is not None else problem.answer
+    return grade(pred, gold, kind="numeric", rel_tol=rel, abs_tol=ab, unit=problem.answer_unit or "",
+                 pred_unit=pred_unit)

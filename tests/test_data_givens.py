@@ -1,0 +1,162 @@
+"""Givens extraction: numbers, units, LaTeX, words; the target; the measured accuracy; the plug-in protocol."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pcr_ray.data.givens import (
+    Extraction,
+    GivensExtractor,
+    RuleBasedExtractor,
+    Target,
+    extract,
+    extract_target,
+    given_matches,
+    read_unit,
+    score_extraction,
+    used_givens,
+)
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.trace import Given
+from pcr_ray.units import unit_info
+
+
+def _vu(text):
+    return [(g.value, g.unit) for g in extract(text).givens]
+
+
+def _has(text, value, unit):
+    base = unit_info(unit)
+    for g in extract(text).givens:
+        info = unit_info(g.unit)
+        if info.dims == base.dims and math.isclose(info.to_base(g.value), base.to_base(value), rel_tol=1e-9):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("text,value,unit", [
+    ("The town has 1,250 people.", 1250, "person"),
+    ("A rod 0.75 m long.", 0.75, "m"),
+    ("It costs $3.50 each.", 3.5, "USD"),
+    ("Light travels at 3.0 x 10^8 m/s.", 3.0e8, "m/s"),
+    ("Light travels at 3e8 m/s.", 3.0e8, "m/s"),
+    ("A charge of $1.6 \\times 10^{-19} \\mathrm{~C}$ moves.", 1.6e-19, "C"),
+    ("A mass of $1000 \\mathrm{~kg}$ moves at $20 \\mathrm{~km} / \\mathrm{h}$.", 20, "km/h"),
+    ("An automobile with a mass of $1000 \\mathrm{~kg}$.", 1000, "kg"),
+    ("It accelerates at 2.5 m/s^2.", 2.5, "m/s^2"),
+    ("It accelerates at 1.5 meters per second squared.", 1.5, "m/s^2"),
+    ("A 500 g ball.", 0.5, "kg"),
+    ("It waited 4 minutes.", 240, "s"),
+    ("The plate is 3 square meters.", 3, "m^2"),
+    ("Water at 25 °C.", 25, "degC"),
+    ("Water at 25 degrees Celsius.", 25, "degC"),
+    ("A $4.7 \\mu \\mathrm{F}$ capacitor.", 4.7e-6, "F"),
+    ("A 220 Ω resistor.", 220, "ohm"),
+    ("She ran three miles.", 3, "mile"),
+    ("He bought a dozen eggs.", 12, "egg"),
+    ("It took half an hour.", 0.5, "hour"),
+    ("He read 3/4 of the book.", 0.75, "dimensionless"),
+    ("She is 2 1/2 years older.", 2.5, "year"),
+    ("The car starts from rest.", 0, "m/s"),
+    ("A parked car is hit.", 0, "m/s"),
+    ("He has twice as many.", 2, "dimensionless"),
+    ("Save 20% on shoes.", 20, "dimensionless"),
+    ("The bill was $1.5 million.", 1.5e6, "USD"),
+    ("A 120-page book.", 120, "page"),
+])
+def test_quantities(text, value, unit):
+    assert _has(text, value, unit), (text, _vu(text))
+
+
+def test_english_words_are_not_units():
+    # 'a' (annum), 'in' (inch), 'at' (technical atmosphere) are pint units; they must not be read as such
+    assert read_unit(" in the box", 0) == ("", 0)
+    assert read_unit(" a day", 0)[0] == "day" or read_unit(" a day", 0) == ("", 0)
+    vu = _vu("He is 5 in the morning and 6 at noon, 7 a piece.")
+    assert (5.0, "inch") not in vu and (6.0, "at") not in vu
+    assert all(u in ("", "dimensionless", "item") for _, u in vu), vu
+
+
+def test_exponents_and_ranges_are_not_numbers():
+    vals = [v for v, _ in _vu("It moves at 3 m/s^2 and 10^{-3} kg m^2 and 5 J K^-1 mol^-1.")]
+    assert 2.0 not in vals and -1.0 not in vals and 3.0 in vals
+
+
+@pytest.mark.parametrize("text,unit,dims_of", [
+    ("A car moves at 20 m/s for 5 s. How far does it go in kilometers?", "km", "m"),
+    ("... How far does it go?", None, "m"),
+    ("... How long does it take to stop?", None, "s"),
+    ("... What force acts on it?", None, "N"),
+    ("... How many dollars did she spend?", None, "USD"),
+    ("... How much money does she have left?", None, "USD"),
+    ("... What is its kinetic energy in kilojoules?", "kJ", "J"),
+    ("... Express your answer in km/h.", "km/hour", "m/s"),
+    ("... How many minutes does it take?", "minute", "s"),
+    ("... How many eggs are left?", "egg", "item"),
+    ("... What is the current (in mA)?", "mA", "A"),
+    ("... What percentage of the class passed?", None, "percent"),
+])
+def test_target(text, unit, dims_of):
+    t = extract_target(text)
+    assert t.dims == unit_info(dims_of).dims, (text, t)
+    if unit:
+        assert unit_info(t.unit).dims == unit_info(unit).dims and math.isclose(
+            unit_info(t.unit).scale, unit_info(unit).scale), (text, t)
+
+
+def test_unknown_target():
+    assert not extract_target("Tell me a story.").known
+
+
+def test_physics_extraction_accuracy():
+    probs = generate_problems(300, seed=11)
+    score = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in probs])
+    assert score.n == 300
+    assert score.complete >= 0.9 and score.complete_value_only >= score.complete
+    assert score.target_dims_acc >= 0.9
+
+
+def test_gsm8k_extraction_accuracy_value_level(data_dir):
+    from pcr_ray.data.readers import iter_gsm8k
+
+    probs = [p for p, _ in zip(iter_gsm8k("test", data_dir), range(300), strict=False) if p.gold_trace]
+    score = score_extraction([(p.text, p.gold_trace, p.gold_trace["answer"][0]["unit"]) for p in probs])
+    assert score.complete_value_only >= 0.9
+    assert score.complete <= score.complete_unit_lenient <= score.complete_value_only
+
+
+def test_matching_is_by_value_and_dimension():
+    gold = Given("v", 20.0, "km/h")
+    assert given_matches(gold, [Given("x", 20 / 3.6, "m/s")])
+    assert not given_matches(gold, [Given("x", 20.0, "m")])
+    assert given_matches(gold, [Given("x", 20.0, "m")], check_dims=False)
+    trace = {"givens": [{"name": "a", "value": 1, "unit": "m"}, {"name": "b", "value": 2, "unit": "s"}],
+             "steps": [{"op": "neg", "args": {"x": "a"}, "out": {"name": "c", "unit": "m"}}],
+             "answer": [{"name": "c", "unit": "m"}]}
+    assert [g.name for g in used_givens(trace)] == ["a"]
+
+
+class _Constant:
+    """A toy extractor: plugs in through the protocol without subclassing."""
+
+    def extract(self, text: str) -> Extraction:
+        return Extraction((Given("x", 1.0, "m"),), Target(None, unit_info("m").dims, "fixed"))
+
+
+def test_extractor_protocol_is_pluggable():
+    assert isinstance(RuleBasedExtractor(), GivensExtractor)
+    assert isinstance(_Constant(), GivensExtractor)
+    trace = {"givens": [{"name": "a", "value": 1, "unit": "m"}],
+             "steps": [{"op": "neg", "args": {"x": "a"}, "out": {"name": "c", "unit": "m"}}],
+             "answer": [{"name": "c", "unit": "m"}]}
+    s = score_extraction([("anything", trace, "m")], _Constant())
+    assert s.complete == 1.0 and s.target_dims_acc == 1.0
+    assert extract("5 kg", _Constant()).givens[0].unit == "m"
+
+
+def test_garbage_text_does_not_raise():
+    for t in ["", "$$$", "\\frac{", "10^^^", "1/0 m", "x" * 5000, "$5 and $", "−−3 °C", "\x00\x01"]:
+        e = extract(t)
+        assert isinstance(e.givens, tuple)

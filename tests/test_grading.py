@@ -1,0 +1,169 @@
+"""Grading: a table of numeric (units, tolerance, GSM8K normalisation) and MATH (math-verify) cases."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pcr_ray.data.problem import Problem
+from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem, parse_quantity
+
+NUMERIC: list[tuple[object, object, dict, bool]] = [
+    # GSM8K-style normalisation, exact
+    ("1,000", "1000", {"rel_tol": 0.0, "abs_tol": 1e-6}, True),
+    ("$5", 5, {"rel_tol": 0.0, "abs_tol": 1e-6}, True),
+    ("5.00", "5", {"rel_tol": 0.0, "abs_tol": 1e-6}, True),
+    ("The answer is 18.", 18, {}, True),
+    ("#### 1,250", 1250, {}, True),
+    ("\\boxed{42}", 42, {}, True),
+    ("18 eggs", 18, {}, True),
+    ("18.5", 18, {"rel_tol": 0.0, "abs_tol": 1e-6}, False),
+    ("-3", 3, {}, False),
+    ("−3", -3, {}, True),
+    (17, 18, {}, False),
+    (18, "18", {}, True),
+    # unit conversion: convertible is right
+    ("25 km", 25000, {"unit": "m"}, True),
+    ("90 km/h", 25, {"unit": "m/s"}, True),
+    ("2.5 hours", 150, {"unit": "minute"}, True),
+    ("1800 cents", 18, {"unit": "USD"}, True),
+    ("18 dollars", 18, {"unit": "USD"}, True),
+    ("0.5 kg", 500, {"unit": "g"}, True),
+    ("3 kJ", 3000, {"unit": "J"}, True),
+    ("300 K", 26.85, {"unit": "degC"}, True),
+    ("1.6e-19 J", 1.6, {"unit": "10^{-19} J"}, True),
+    ("1.6", 1.6, {"unit": "10^{-19} \\mathrm{~J}"}, True),
+    ("-0.16 mm", -0.16, {"unit": "\\mathrm{~mm}"}, True),
+    ("2 x 10^6", 2, {"unit": "10^6"}, True),
+    (25, 25, {"unit": "m", "pred_unit": "m"}, True),
+    (0.025, 25, {"unit": "m", "pred_unit": "km"}, True),
+    (0.025, 25, {"unit": "m", "pred_unit": "m"}, False),
+    # wrong dimension is wrong
+    ("25 s", 25, {"unit": "m"}, False),
+    ("10 N", 10, {"unit": "J"}, False),
+    ("5 kg", 5, {"unit": "USD"}, False),
+    # scientific notation and fractions
+    ("3.0 x 10^8 m/s", 3e8, {"unit": "m/s"}, True),
+    ("3e8", 3e8, {}, True),
+    ("3.0 \\times 10^{8}", 3e8, {}, True),
+    ("\\frac{1}{2}", 0.5, {}, True),
+    ("$\\frac{3}{4}$", 0.75, {}, True),
+    ("1/4", 0.25, {}, True),
+    # SciBench 5% tolerance: edges
+    ("1.049", 1.0, {"rel_tol": SCIBENCH_REL_TOL}, True),
+    ("0.951", 1.0, {"rel_tol": SCIBENCH_REL_TOL}, True),
+    ("1.051", 1.0, {"rel_tol": SCIBENCH_REL_TOL}, False),
+    ("0.949", 1.0, {"rel_tol": SCIBENCH_REL_TOL}, False),
+    ("-4.9", -5.0, {"rel_tol": SCIBENCH_REL_TOL}, True),
+    ("0", 0.0, {"rel_tol": SCIBENCH_REL_TOL, "abs_tol": 1e-9}, True),
+    # garbage never raises and is wrong
+    ("asdf", 1, {}, False),
+    ("", 1, {}, False),
+    (None, 1, {}, False),
+    (float("nan"), 1, {}, False),
+    (float("inf"), 1, {}, False),
+    ([1, 2], 1, {}, False),
+    ({"x": 1}, 1, {}, False),
+    (object(), 1, {}, False),
+    (True, 1, {}, False),
+    ("1" * 20000, 1, {}, False),
+    ("5 ]]]{{{ zorgs^^", 5, {"unit": "m"}, True),  # a unit we cannot read is taken as the gold unit
+    ("1/0", 1, {}, False),
+    ("12", "not a number", {}, False),
+]
+
+MATH: list[tuple[object, object, bool]] = [
+    ("\\frac{9}{7}", "\\dfrac{9}{7}", True),
+    ("9/7", "\\frac{9}{7}", True),
+    ("0.5", "\\frac12", True),
+    ("x^2+2x+1", "(x+1)^2", True),
+    ("2\\sqrt{2}", "\\sqrt{8}", True),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\left( 3, \\frac{\\pi}{2} \\right)", True),
+    ("The answer is $\\boxed{10}$.", "10", True),
+    ("1,000", "1000", True),
+    ("3", "4", False),
+    ("\\frac{1}{3}", "0.33", False),
+    ("x+1", "x-1", False),
+    ("garbage}{", "5", False),
+    ("", "5", False),
+    (None, "5", False),
+    (12, "12", True),
+    ("a" * 5000, "5", False),
+]
+
+
+@pytest.mark.parametrize("pred,gold,kw,expected", NUMERIC)
+def test_numeric_table(pred, gold, kw, expected):
+    res = grade(pred, gold, kind="numeric", **kw)
+    assert isinstance(res, GradeResult) and res.reason
+    assert res.correct is expected, (pred, gold, kw, res)
+
+
+@pytest.mark.parametrize("pred,gold,expected", MATH)
+def test_math_table(pred, gold, expected):
+    res = grade(pred, gold, kind="math")
+    assert res.correct is expected, (pred, gold, res)
+
+
+def test_table_is_large_enough():
+    assert len(NUMERIC) + len(MATH) >= 40
+
+
+def test_wrong_dimension_reason_and_conversion_reason():
+    r = grade("25 s", 25, unit="m")
+    assert not r.correct and "dimension" in r.reason
+    r = grade("25 km", 25000, unit="m")
+    assert r.correct and "converted" in r.reason
+
+
+def test_math_verify_inside_worker_threads():
+    # signal-based timeouts only work in the main thread: grading must work in Ray/threadpool workers
+    out: list[GradeResult] = []
+
+    def work():
+        out.append(grade("\\frac{1}{2}", "0.5", kind="math"))
+        out.append(grade("x^2+2x+1", "(x+1)^2", kind="math"))
+        out.append(grade("3", "4", kind="math"))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(out) == 9
+    assert [r.correct for r in out].count(True) == 6
+    assert not any("thread" in r.reason for r in out)
+
+
+def test_time_is_bounded():
+    t0 = time.perf_counter()
+    r = grade("9" * 1999 + "^" + "9" * 1999, "1", kind="math", timeout_s=1.0)
+    assert not r.correct
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_unknown_kind():
+    assert not grade("1", "1", kind="fuzzy").correct
+
+
+def test_grade_problem_uses_the_source_setting():
+    sci = Problem("s", "scibench", "t", "1.0", 1.0, "\\mathrm{~kJ}")
+    assert grade_problem("1.04 kJ", sci).correct
+    assert grade_problem("1040 J", sci).correct
+    assert not grade_problem("1.06 kJ", sci).correct
+    assert not grade_problem("1.0 kg", sci).correct
+    gsm = Problem("g", "gsm8k", "t", "18", 18.0)
+    assert grade_problem("$18.00", gsm).correct and not grade_problem("18.01", gsm).correct
+    mth = Problem("m", "math", "t", "\\frac{9}{7}")
+    assert grade_problem("\\boxed{\\dfrac{9}{7}}", mth).correct
+    phy = Problem("p", "physics", "t", "54", 54.0, "km/h")
+    assert grade_problem("15 m/s", phy).correct and not grade_problem("15 m", phy).correct
+
+
+def test_parse_quantity():
+    assert parse_quantity("$1,000") == (1000.0, "USD")
+    assert parse_quantity("3.0 x 10^8 m/s") == (3.0e8, "m/s")
+    assert parse_quantity("The final answer is 7 apples.") == (7.0, "apples")
+    assert parse_quantity("no digits") is None and parse_quantity(None) is None  # type: ignore[arg-type]
