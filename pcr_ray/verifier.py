@@ -441,6 +441,9 @@ def _finish(state: VerifierState, step: Step, idx: int, extend: bool, prim: Prim
     if not math.isfinite(base):
         return _fail(idx, "domain_error", f"{prim.name}: result is not finite")
     value = (base - out_u.offset) / out_u.scale
+    if not math.isfinite(value):
+        return _fail(idx, "domain_error", f"{prim.name}: {_fmt(base)} in base units overflows in "
+                                          f"'{step.out.unit}'; choose a larger unit")
     claimed = step.value
     if claimed is not None:
         cfg = state.config
@@ -493,7 +496,11 @@ def check_answer(state: VerifierState,
             diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' is {format_dims(v.dims)}, "
                                                              f"but '{unit}' is {format_dims(u.dims)}"))
             continue
-        values.append(AnswerValue(a.name, u.from_base(v.base), unit, v.base, v.dims))
+        shown = u.from_base(v.base)
+        if not math.isfinite(shown):
+            diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' overflows in '{unit}'"))
+            continue
+        values.append(AnswerValue(a.name, shown, unit, v.base, v.dims))
     return values, diags
 
 

@@ -320,3 +320,10 @@ def test_step_dataclass_roundtrip():
     assert not errs and again == trace
     assert isinstance(trace.steps[0], Step)
     assert math.isclose(verify(again).answer[0].value, 25)
+
+
+def test_overflow_in_declared_or_answer_unit_is_rejected():
+    t = tr([g("x", 1e300, "m")], [s("add", {"x": "x", "y": "x"}, "y", "fm")], [{"name": "y", "unit": "m"}])
+    assert codes(verify(t)) == ["domain_error"]
+    t = tr([g("x", 1e300, "m")], [s("add", {"x": "x", "y": "x"}, "y", "m")], [{"name": "y", "unit": "fm"}])
+    assert codes(verify(t)) == ["answer_unit_mismatch"]
