@@ -22,11 +22,13 @@ SPEED = (1, 0, -1, 0, 0, 0, 0, 0, 0)
 FIELD = (1, 1, -3, -1, 0, 0, 0, 0, 0)
 
 CASES = [
-    ("m/s", 1.0, SPEED), ("km/h", 1 / 3.6, SPEED), ("mph", 0.44704, SPEED), ("kg*m/s^2", 1.0, (1, 1, -2, 0, 0, 0, 0, 0, 0)),
+    ("m/s", 1.0, SPEED), ("km/h", 1 / 3.6, SPEED), ("mph", 0.44704, SPEED),
+    ("kg*m/s^2", 1.0, (1, 1, -2, 0, 0, 0, 0, 0, 0)),
     ("$", 1.0, CUR), ("USD", 1.0, CUR), ("dollars", 1.0, CUR), ("cents", 0.01, CUR), ("eggs", 1.0, CNT),
     ("people", 1.0, CNT), ("item", 1.0, CNT), ("percent", 0.01, DIMENSIONLESS), ("%", 0.01, DIMENSIONLESS),
     (r"\mathrm{~m} / \mathrm{s}", 1.0, SPEED), ("10^4 N/C", 1e4, FIELD), (r"10^{-3} \mathrm{~m}", 1e-3, L),
-    (r"\mathrm{kJ} \mathrm{mol}^{-1}", 1000.0, (2, 1, -2, 0, 0, -1, 0, 0, 0)), ("s^{-1}", 1.0, (0, 0, -1, 0, 0, 0, 0, 0, 0)),
+    (r"\mathrm{kJ} \mathrm{mol}^{-1}", 1000.0, (2, 1, -2, 0, 0, -1, 0, 0, 0)),
+    ("s^{-1}", 1.0, (0, 0, -1, 0, 0, 0, 0, 0, 0)),
     (r"\mathrm{~nm}", 1e-9, L), ("square meters", 1.0, (2, 0, 0, 0, 0, 0, 0, 0, 0)), ("hour", 3600.0, T),
     ("W/(m^2*K^4)", 1.0, (0, 1, -3, 0, -4, 0, 0, 0, 0)), ("m/(s^2)", 1.0, (1, 0, -2, 0, 0, 0, 0, 0, 0)),
     ("g", 1e-3, M), ("dimensionless", 1.0, DIMENSIONLESS), ("", 1.0, DIMENSIONLESS),
