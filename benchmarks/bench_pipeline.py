@@ -1,0 +1,91 @@
+"""Evaluation-pipeline throughput (problems/s) with 1 vs 2 search workers, in the same process and Ray.
+
+The work is CPU-bound in the search workers: generated physics problems, the symbolic enumerator (run inside
+each worker) and verifier-only search, so the ratio measures how the Ray Data actor pool scales. Each size
+runs `--repeats` times, alternating (1, 2, 1, 2, ...) after one unmeasured warm-up; the figure is the median
+throughput per size, from the pipeline's own wall time (actor start-up included). Goal on 2 cores: >= 1.7x.
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--problems 24] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine_info, write_result  # noqa: E402
+
+
+def _overrides(n: int, workers: int, run_dir: Path, cap: int, beam: int, seed: int) -> list[str]:
+    return [
+        "dataset=physics", f"dataset.sources=[{{name: physics, limit: {n}, kwargs: {{n: {n}, seed: {seed}}}}}]",
+        "generator=enumerator", f"generator.cap={cap}", "methods=[verifier_only]",
+        f"search.beam_width={beam}", "search.max_steps=5", "search.max_backtracks=1",
+        f"pipeline.num_search_workers={workers}", "pipeline.batch_size=2", "pipeline.progress=false",
+        f"run_dir={run_dir}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problems", type=int, default=24)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--cap", type=int, default=64, help="enumerated candidates per beam and step")
+    ap.add_argument("--beam", type=int, default=2)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import ray
+
+    from pcr_ray.evaluate import compose_config, evaluate
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench_pipeline_") as tmp:
+            evaluate(compose_config(_overrides(4, 2, Path(tmp) / "warmup", args.cap, args.beam, 99)))
+            for rep in range(args.repeats):
+                for workers in (1, 2):
+                    run_dir = Path(tmp) / f"w{workers}_r{rep}"
+                    load0 = os.getloadavg()[0]
+                    out = evaluate(compose_config(_overrides(args.problems, workers, run_dir, args.cap, args.beam,
+                                                             0)))
+                    m = json.loads((out / "metrics.json").read_text())
+                    rec = {"workers": workers, "repeat": rep, "problems": m["n_problems"],
+                           "pipeline_s": m["pipeline_s"], "problems_per_s": m["n_problems"] / m["pipeline_s"],
+                           "acc": m["methods"]["verifier_only"]["acc"],
+                           "mean_candidates": m["methods"]["verifier_only"]["mean_candidates"],
+                           "loadavg_1m_before": round(load0, 2)}
+                    runs[workers].append(rec)
+                    print(f"workers={workers} repeat={rep}: {rec['problems']} problems in {rec['pipeline_s']:.1f} s "
+                          f"= {rec['problems_per_s']:.3f} problems/s (load {load0:.1f})", flush=True)
+    finally:
+        ray.shutdown()
+    med = {w: statistics.median(r["problems_per_s"] for r in rs) for w, rs in runs.items()}
+    ratio = med[2] / med[1]
+    print(f"median throughput: 1 worker {med[1]:.3f} problems/s, 2 workers {med[2]:.3f} problems/s; "
+          f"scaling {ratio:.2f}x (goal >= 1.7x)")
+    write_result("bench_pipeline", {
+        "benchmark": "evaluation pipeline throughput, 1 vs 2 search workers (same process, same Ray)",
+        "workload": {"dataset": "physics (generated)", "problems": args.problems, "method": "verifier_only",
+                     "generator": f"enumerator (in-worker), cap {args.cap}", "beam_width": args.beam,
+                     "max_steps": 5, "batch_size": 2},
+        "runs": runs[1] + runs[2],
+        "median_problems_per_s": {"1": med[1], "2": med[2]},
+        "scaling_2_vs_1": ratio,
+        "goal": 1.7,
+        "machine": machine_info(),
+        "loadavg_end": os.getloadavg(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""PRM scoring throughput (steps/s): the batched PRMScorer against one-at-a-time scoring, same pairs, same run.
+
+Pairs are real (context, step) renderings from the pairs parquet (make-pairs' output) when present, else
+made from the example traces. The checkpoint is the cached CSP PRM when present, else an untrained MiniLM
+PRM (same architecture, so the same speed). Also measured: batched int8 (dynamic quantization).
+Writes benchmarks/results/bench_prm.json.
+
+    .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _machine import machine_info, write_result
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def load_pairs(n: int) -> tuple[list[tuple[str, str]], str]:
+    import pandas as pd
+
+    from pcr_ray.pipeline.make_pairs import default_pairs_dir
+
+    p = default_pairs_dir() / "test"
+    if p.exists():
+        df = pd.read_parquet(p, columns=["context", "pos_step", "neg_step"]).head(n // 2 + 1)
+        pairs = list(zip(df.context, df.pos_step, strict=True)) + list(zip(df.context, df.neg_step, strict=True))
+        if len(pairs) >= n:
+            return pairs[:n], str(p)
+    from tests.prm_helpers import small_pairs
+
+    rows = small_pairs(max(8, n // 6), kinds=("principle_swap", "variable_substitution", "random_op"))
+    pairs = [(r["context"], r["pos_step"]) for r in rows] + [(r["context"], r["neg_step"]) for r in rows]
+    return (pairs * (n // max(len(pairs), 1) + 1))[:n], "generated traces"
+
+
+def checkpoint(tmp: Path) -> tuple[Path, str]:
+    from pcr_ray.prm.checkpoints import find_checkpoint
+    from pcr_ray.prm.model import PRMMeta, build_model, save_checkpoint
+
+    found = find_checkpoint("csp")
+    if found is not None:
+        return found, "cached csp checkpoint"
+    model, tok = build_model("minilm")
+    return save_checkpoint(model, tok, tmp / "prm", PRMMeta(backbone="minilm")), "untrained MiniLM PRM"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=512)
+    ap.add_argument("--single", type=int, default=64, help="pairs scored one at a time")
+    ap.add_argument("--max-batch", type=int, default=64)
+    ap.add_argument("--max-length", type=int, default=160)
+    args = ap.parse_args()
+    import torch
+
+    from pcr_ray.prm.model import encode_pairs
+    from pcr_ray.prm.scorer import PRMScorer
+
+    pairs, source = load_pairs(args.pairs)
+    with tempfile.TemporaryDirectory() as tmp:
+        ck, ck_desc = checkpoint(Path(tmp))
+        batched = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length)
+        q8 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
+        lengths = [len(x) for x in encode_pairs(batched.tokenizer, [p[0] for p in pairs], [p[1] for p in pairs],
+                                                args.max_length, pad=False)["input_ids"]]
+        batched.score(pairs[:8])  # warm up
+        q8.score(pairs[:8])
+        t0 = time.perf_counter()
+        single_scores = [batched.score([p])[0] for p in pairs[: args.single]]
+        t_single = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        batch_scores = batched.score(pairs)
+        t_batch = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        q8_scores = q8.score(pairs)
+        t_q8 = time.perf_counter() - t0
+    max_diff = max(abs(a - b) for a, b in zip(single_scores, batch_scores, strict=False))
+    q8_diff = statistics.fmean(abs(a - b) for a, b in zip(q8_scores, batch_scores, strict=True))
+    single_rate = args.single / t_single
+    batch_rate = len(pairs) / t_batch
+    q8_rate = len(pairs) / t_q8
+    res = {
+        "machine": machine_info(), "torch_threads": torch.get_num_threads(), "pairs_source": source,
+        "checkpoint": ck_desc, "pairs": len(pairs), "single_pairs": args.single, "max_batch": args.max_batch,
+        "max_length": args.max_length, "mean_tokens": round(statistics.fmean(lengths), 1),
+        "one_at_a_time_steps_per_s": round(single_rate, 1), "batched_steps_per_s": round(batch_rate, 1),
+        "batched_int8_steps_per_s": round(q8_rate, 1), "batched_over_single": round(batch_rate / single_rate, 2),
+        "int8_over_fp32_batched": round(q8_rate / batch_rate, 2),
+        "max_abs_score_diff_single_vs_batched": max_diff, "mean_abs_score_diff_int8_vs_fp32": round(q8_diff, 4),
+    }
+    print(f"pairs: {len(pairs)} from {source}; mean {res['mean_tokens']} tokens; {ck_desc}; "
+          f"{res['torch_threads']} torch threads")
+    print(f"one at a time : {res['one_at_a_time_steps_per_s']:>8} steps/s")
+    print(f"batched fp32  : {res['batched_steps_per_s']:>8} steps/s  ({res['batched_over_single']}x one at a time)")
+    print(f"batched int8  : {res['batched_int8_steps_per_s']:>8} steps/s  ({res['int8_over_fp32_batched']}x fp32; "
+          f"mean |score diff| {res['mean_abs_score_diff_int8_vs_fp32']})")
+    print(f"max |score diff| one-at-a-time vs batched: {max_diff:.2e}")
+    write_result("bench_prm", res)
+
+
+if __name__ == "__main__":
+    main()

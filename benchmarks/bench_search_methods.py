@@ -1,0 +1,148 @@
+"""Acc@1 of nsprm, prm_only, verifier_only and greedy side by side, with the enumerator and the MiniLM PRM on CPU.
+
+Generated physics problems (gold givens, up to --max-gold-steps steps) and a GSM8K test sample (problems whose
+calculator annotations convert to a gold trace; gold givens). The four methods share one generator: the
+type-blind enumerator, so that nsprm and prm_only differ by the verifier filter alone; nsprm with the typed
+enumerator (an optimisation: constraints applied while enumerating) is reported on its own row. Reports
+candidate counts and the PRM calls the verifier saved (prm_only's PRM forward passes minus nsprm's).
+GSM8K uses the four arithmetic ops and the literals 2 and 100 (the ops and the most common constants of the
+converted annotations) and answers only with a value that uses every nonzero given (answer_coverage=all);
+physics uses every primitive and answers with any value of the asked dimension (its problems carry distractors).
+Writes benchmarks/results/bench_search_methods.json.
+
+    .venv/bin/python benchmarks/bench_search_methods.py [--physics 40] [--gsm8k 30] [--beam 4] [--int8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _machine import RESULTS, machine_info, write_result  # noqa: E402
+
+METHODS = ("nsprm", "prm_only", "verifier_only", "greedy")
+
+
+def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.search import SearchProblem
+
+    out: dict[str, list[Any]] = {}
+    phys = [p for p in generate_problems(600, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
+    out["physics"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in phys[: args.physics]]
+    if args.gsm8k:
+        try:
+            from pcr_ray.data.readers import load_dataset
+
+            gsm = [p for p in load_dataset("gsm8k_test", limit=4 * args.gsm8k + 200) if p.gold_trace]
+            import random
+
+            random.Random(args.seed).shuffle(gsm)
+            out["gsm8k"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in gsm[: args.gsm8k]]
+        except Exception as exc:  # noqa: BLE001
+            print(f"(no GSM8K sample: {exc})")
+    return out
+
+
+def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
+    from pcr_ray.generators.enumerate import EnumeratorGenerator
+
+    if dataset == "gsm8k":
+        kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": "all"}
+    else:
+        kw = {"answer_coverage": "any"}
+    return {"blind": EnumeratorGenerator(typed=False, cap=args.blind_cap, **kw),
+            "typed": EnumeratorGenerator(typed=True, cap=args.typed_cap, **kw)}
+
+
+def _summ(rows: list[Any], golds: list[Any]) -> dict[str, Any]:
+    from pcr_ray.grading import grade_problem
+
+    correct = [bool(r.answer_value is not None and grade_problem(r.answer_value, g, pred_unit=r.answer_unit).correct)
+               for r, g in zip(rows, golds, strict=True)]
+    n = len(rows)
+    by_h: dict[str, list[bool]] = {}
+    for c, g in zip(correct, golds, strict=True):
+        by_h.setdefault("short(<=3)" if (g.gold_steps or 0) <= 3 else "long(>3)", []).append(c)
+    return {
+        "n": n, "acc": round(sum(correct) / n, 4),
+        "answered": round(sum(r.answer_value is not None for r in rows) / n, 4),
+        "acc_by_horizon": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_h.items())},
+        "candidates": sum(r.n_proposed for r in rows), "parsed": sum(r.n_parsed for r in rows),
+        "verified": sum(r.n_verified for r in rows), "prm_pairs": sum(r.n_scored for r in rows),
+        "prm_forward": sum(r.n_prm_calls for r in rows),
+        "stop_reasons": {s: sum(r.stop_reason == s for r in rows) for s in sorted({r.stop_reason for r in rows})},
+        "silent_failures": sum(1 for r, c in zip(rows, correct, strict=True) if r.answer_value is not None and not c),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--physics", type=int, default=40)
+    ap.add_argument("--gsm8k", type=int, default=30)
+    ap.add_argument("--max-gold-steps", type=int, default=4)
+    ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--max-steps", type=int, default=6)
+    ap.add_argument("--aggregate", default="min")
+    ap.add_argument("--blind-cap", type=int, default=100_000)
+    ap.add_argument("--typed-cap", type=int, default=512)
+    ap.add_argument("--int8", action="store_true")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    args = ap.parse_args()
+
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
+    from pcr_ray.prm.scorer import PRMScorer
+    from pcr_ray.search import SearchConfig, run_search
+
+    ck = ensure_checkpoint("csp")
+    scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, max_batch=64, max_length=160)
+    out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "prm_identity": scorer.identity,
+                           "args": vars(args), "datasets": {}}
+    records = []
+    for dataset, items in _problems(args).items():
+        golds = [g for g, _ in items]
+        problems = [sp for _, sp in items]
+        gens = _generators(dataset, args)
+        res: dict[str, Any] = {}
+        runs = [(m, "blind") for m in args.methods] + [("nsprm", "typed")]
+        for method, gkey in runs:
+            label = method if gkey == "blind" else "nsprm (typed enumerator)"
+            cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,
+                               aggregate=args.aggregate)
+            t0 = time.perf_counter()
+            rows = run_search(problems, gens[gkey], scorer if cfg.uses_prm else None, cfg)
+            wall = time.perf_counter() - t0
+            summ = _summ(rows, golds)
+            summ["wall_s"] = round(wall, 2)
+            summ["s_per_problem"] = round(wall / max(1, len(rows)), 3)
+            summ["generator"] = gens[gkey].identity
+            res[label] = summ
+            records += [{"dataset": dataset, "method": label, **r.to_record()} for r in rows]
+            print(f"{dataset:8s} {label:26s} acc {summ['acc']:.3f}  answered {summ['answered']:.2f}  candidates "
+                  f"{summ['candidates']:7d}  verified {summ['verified']:6d}  PRM fwd {summ['prm_forward']:6d}  "
+                  f"{summ['s_per_problem']:.2f} s/problem", flush=True)
+        if "nsprm" in res and "prm_only" in res:
+            saved = res["prm_only"]["prm_forward"] - res["nsprm"]["prm_forward"]
+            res["prm_calls_saved_by_verifier"] = {
+                "absolute": saved, "fraction_of_prm_only": round(saved / max(1, res["prm_only"]["prm_forward"]), 4)}
+            print(f"{dataset:8s} PRM calls saved by the verifier: {saved} "
+                  f"({res['prm_calls_saved_by_verifier']['fraction_of_prm_only']:.1%} of prm_only's)")
+        out["datasets"][dataset] = res
+    write_result("bench_search_methods", out)
+    path = RESULTS / "bench_search_methods_records.jsonl"
+    with open(path, "w") as fh:
+        for r in records:
+            r.pop("candidates", None)
+            fh.write(json.dumps(r, default=str) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""`pcr-ray evaluate` (`python -m pcr_ray.evaluate`): the main job, a Hydra app over the Ray Data pipeline.
+
+    pcr-ray evaluate experiment=demo
+    pcr-ray evaluate -m search.beam_width=1,2,4,8 search.threshold=0.3,0.5     # a sweep; same Ray for every run
+    pcr-ray evaluate ray.address=auto experiment=paper_table                    # join a running cluster
+
+`evaluate(cfg)` is the same job as a function (tests call it); it returns the run directory, which holds
+results.parquet, shards/, metrics.json, report.html and config.yaml. Rerunning with the same run directory
+(`hydra.run.dir=...` or `run_dir=...`) resumes: finished (problem, method) rows are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from pcr_ray.config import REPO_ROOT, conf_dir
+
+_STARTED_RAY = False  # whether this process started the local Ray (main() shuts it down at exit)
+
+
+def compose_config(overrides: Sequence[str] = (), config_name: str = "evaluate") -> DictConfig:
+    """The composed config for these overrides (Hydra's compose API; no run directory is created)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return compose(config_name, overrides=list(overrides))
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="evaluate"):
+        return compose(config_name, overrides=list(overrides))
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, DictConfig) or OmegaConf.is_config(node):
+        return OmegaConf.to_container(node, resolve=True)
+    return node
+
+
+def init_ray(rcfg: Mapping[str, Any]) -> str | None:
+    """Connect to Ray: reuse an initialized one; `address` (or RAY_ADDRESS) joins a cluster; else start locally.
+
+    Returns the namespace named actors live in.
+    """
+    global _STARTED_RAY
+    import ray
+
+    if ray.is_initialized():
+        return ray.get_runtime_context().namespace
+    address = rcfg.get("address") or os.environ.get("RAY_ADDRESS")
+    ns = rcfg.get("namespace") or None
+    env_vars = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
+                                           "PCR_RAY_DATA", "PCR_RAY_CACHE", "PCR_RAY_CONF") if k in os.environ}
+    env_vars.update({str(k): str(v) for k, v in (rcfg.get("env_vars") or {}).items()})
+    runtime_env = {"env_vars": env_vars} if env_vars else None
+    if address:
+        ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get(
+            "log_to_driver", True)))
+    else:
+        ray.init(num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"), include_dashboard=False,
+                 namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get("log_to_driver", True)),
+                 configure_logging=False)
+        _STARTED_RAY = True
+    return ray.get_runtime_context().namespace
+
+
+def shutdown_ray() -> None:
+    """Shut down the local Ray this process started (no-op when it joined one)."""
+    global _STARTED_RAY
+    if _STARTED_RAY:
+        import ray
+
+        from pcr_ray.pipeline.actors import release_all
+
+        release_all()
+        ray.shutdown()
+        _STARTED_RAY = False
+
+
+def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
+    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs}."""
+    from pcr_ray.data.readers import load_dataset
+
+    sources = dcfg.get("sources") or [dcfg]
+    out: list[Any] = []
+    seen: set[str] = set()
+    for src in sources:
+        src = dict(src)
+        name = src["name"]
+        limit = src.get("limit")
+        kwargs = dict(src.get("kwargs") or {})
+        sample = str(src.get("sample", "first"))
+        if sample == "random" and limit is not None:
+            pool = load_dataset(name, dcfg.get("data_dir"), None, **kwargs)
+            if src.get("require_trace"):
+                pool = [p for p in pool if p.gold_trace is not None]
+            rng = random.Random(int(src.get("seed", 0)))
+            probs = rng.sample(pool, min(int(limit), len(pool)))
+        else:
+            probs = load_dataset(name, dcfg.get("data_dir"), None if src.get("require_trace") else limit, **kwargs)
+            if src.get("require_trace"):
+                probs = [p for p in probs if p.gold_trace is not None][: limit or None]
+        for p in probs:
+            if p.id in seen:
+                raise ValueError(f"problem id {p.id!r} appears twice in dataset {dcfg.get('name')!r}")
+            seen.add(p.id)
+            out.append(p)
+    if not out:
+        raise ValueError(f"dataset {dcfg.get('name')!r} yielded no problems")
+    return out
+
+
+def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:
+    """The run directory: the argument, cfg.run_dir, Hydra's output dir, else outputs/evaluate/<time>."""
+    if run_dir is None and cfg.get("run_dir"):
+        run_dir = cfg.run_dir
+    if run_dir is None:
+        try:
+            from hydra.core.hydra_config import HydraConfig
+
+            run_dir = HydraConfig.get().runtime.output_dir
+        except Exception:
+            run_dir = REPO_ROOT / "outputs" / "evaluate" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    p = Path(run_dir).expanduser().resolve()
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _prm_checkpoint(pcfg: Mapping[str, Any]) -> str:
+    """The PRM checkpoint folder: prm.checkpoint when set, else the cached one of prm.kind (trained if missing)."""
+    ck = pcfg.get("checkpoint")
+    if ck:
+        if not Path(str(ck)).exists():
+            raise FileNotFoundError(f"prm.checkpoint {ck} does not exist")
+        return str(Path(str(ck)).resolve())
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
+
+    kw = dict(pcfg.get("ensure") or {})
+    return str(ensure_checkpoint(kind=str(pcfg.get("kind", "csp")), **kw))
+
+
+def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
+             progress: bool | None = None) -> Path:
+    """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
+    from pcr_ray.pipeline import actors as act
+    from pcr_ray.pipeline.evaluate_pipeline import parse_methods, pending_items, run_pipeline
+    from pcr_ray.pipeline.metrics import compute_metrics
+    from pcr_ray.pipeline.report import write_report
+    from pcr_ray.pipeline.results import merge, read_results
+
+    if not isinstance(cfg, DictConfig):
+        cfg = OmegaConf.create(dict(cfg))
+    t_start = time.time()
+    out = resolve_run_dir(cfg, run_dir)
+    config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+    (out / "config.yaml").write_text(config_yaml)
+    pcfg = _plain(cfg.pipeline)
+    specs = parse_methods(_plain(cfg.methods), _plain(cfg.get("method_generators")) or {},
+                          _plain(cfg.get("method_overrides")) or {})
+    problems = load_problems(_plain(cfg.dataset))
+    items, n_done = pending_items(problems, specs, out, resume=bool(pcfg.get("resume", True)),
+                                  retry_errors=bool(pcfg.get("retry_errors", True)))
+    print(f"evaluate: {len(problems)} problems x {len(specs)} methods -> {out}"
+          + (f" ({n_done} rows already done, resuming)" if n_done else ""))
+    stats = None
+    actor_info: dict[str, Any] = {}
+    if items:
+        namespace = init_ray(_plain(cfg.ray))
+        faults = dict(_plain(pcfg.get("faults")) or {})
+        gen_cfgs: dict[str, Any] = {"default": _plain(cfg.generator)}
+        gen_cfgs.update(_plain(cfg.get("generators")) or {})
+        used_gens = sorted({s.generator for s in specs})
+        missing = [g for g in used_gens if g not in gen_cfgs]
+        if missing:
+            raise ValueError(f"methods use generator(s) {missing}, not configured in `generators` "
+                             f"(have {sorted(gen_cfgs)})")
+        acfg = _plain(cfg.actors)
+        gens = {g: act.ensure_generator(gen_cfgs[g], acfg["generator"], namespace, faults) for g in used_gens}
+        needs_prm = any(not s.is_baseline and s.method != "verifier_only" for s in specs)
+        prm_ref = None
+        if needs_prm:
+            prm_cfg = _plain(cfg.prm)
+            prm_ref = act.ensure_prm(prm_cfg, _prm_checkpoint(prm_cfg), acfg["prm"], namespace, faults)
+        keep = [n for r in [*gens.values(), prm_ref] if r is not None for n in r.names]
+        act.release_unused(keep)
+        spec = {"generators": gens, "prm": prm_ref, "methods": specs, "search": _plain(cfg.search),
+                "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
+                "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
+                "problem_attempts": pcfg.get("problem_attempts", 2)}
+        show = bool(pcfg.get("progress", True)) if progress is None else progress
+        stats = run_pipeline(items, spec, pcfg, out, progress=show, run_id=uuid.uuid4().hex[:8])
+        actor_info = act.actor_stats([*gens.values(), prm_ref])
+    path = merge(out)
+    rows = read_results(path).to_pylist()
+    extra = {
+        "run_dir": str(out), "dataset": str(cfg.dataset.get("name", "")),
+        "generator": str(cfg.generator.get("kind", cfg.generator.get("name", ""))),
+        "wall_s": round(time.time() - t_start, 2),
+        "pipeline_s": round(stats.seconds, 2) if stats else 0.0,
+        "rows_this_run": stats.rows if stats else 0,
+        "rows_resumed": n_done,
+        "problems_per_s": round(stats.rows / len(specs) / stats.seconds, 3) if stats and stats.seconds else None,
+        "search_workers": int(pcfg.get("num_search_workers", 2)),
+        "pipeline_failures": stats.failures if stats else [],
+        "actors": actor_info,
+    }
+    metrics = compute_metrics(rows, [s.label for s in specs], extra)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    write_report(out, metrics, rows, title=f"pcr_ray evaluation: {extra['dataset']}", config_yaml=config_yaml,
+                 max_problems=int(pcfg.get("report_max_problems", 300)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry (`pcr-ray evaluate [overrides]`, `-m` for a sweep)."""
+    import hydra
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    saved = sys.argv
+    sys.argv = ["pcr-ray evaluate", *argv]
+    failed: list[BaseException] = []
+
+    @hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
+    def _app(cfg: DictConfig) -> None:
+        try:
+            out = evaluate(cfg)
+        except Exception as exc:
+            failed.append(exc)
+            raise
+        _print_summary(out)
+
+    try:
+        _app()
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    finally:
+        sys.argv = saved
+        shutdown_ray()
+    return 1 if failed else 0
+
+
+def _print_summary(out: Path) -> None:
+    from pcr_ray.pipeline.metrics import error_table, markdown_table
+
+    m = json.loads((out / "metrics.json").read_text())
+    print(markdown_table(m))
+    print()
+    print(error_table(m))
+    print(f"\nresults: {out / 'results.parquet'}\nreport:  {out / 'report.html'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

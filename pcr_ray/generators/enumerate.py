@@ -1,0 +1,366 @@
+"""The symbolic enumerator: every (op, args) step over the variables at hand, as candidate JSON strings.
+
+Typed mode applies each parameter's dimension constraint while enumerating (so every candidate is
+dimension-valid; an optimisation). Type-blind mode tries every op over every argument combination and
+guesses the output unit, so that what separates `nsprm` from `prm_only` is the verifier, not the generator.
+Rules shared by both modes, so that the output is deterministic:
+- ops in name order; variadic ops in their two-argument form; ops with expression parameters are skipped;
+- a variable is never paired with itself, except in `mul` (a square);
+- commutative ops take their arguments in one order only;
+- `const` names are offered when the constant fills an exact-dimension parameter of some op whose other
+  exact parameters are at hand, or when a hint word of a dimensionless constant is in the text;
+- dimensionless parameters may also take the configured literals;
+- candidates that use variables not used yet come first; beyond `cap`, the first half of the cap is kept in
+  that order and the rest is a seeded sample (seed from the request seed, problem id and step number);
+- answer declarations come first: {"answer": [{name, unit}]} for each step output that has the target's
+  dimension (typed; any output when blind) and whose computation covers every nonzero given
+  (`answer_coverage='all'`), or every step output (`'any'`).
+Full mode (best-of-N) samples seeded rollouts from these candidates until an answer declaration is possible.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
+from pcr_ray.primitives import REGISTRY, DimError, Primitive
+from pcr_ray.primitives.constants import CONSTANTS, constant_dims
+from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME
+from pcr_ray.trace import Out, Step
+from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+
+# Output-name stems by dimension (readable traces; the step number keeps names unique).
+_STEM_UNITS = {
+    "m": "d", "s": "t", "m/s": "v", "m/s^2": "a", "kg": "m", "N": "F", "J": "E", "W": "P", "Pa": "p",
+    "C": "q", "V": "U", "A": "I", "ohm": "R", "Hz": "f", "kg*m/s": "mom", "K": "T", "USD": "c", "item": "n",
+    "m^2": "area", "m^3": "vol", "rad/s": "w", "dimensionless": "r", "F": "cap", "T": "B", "mol": "mol",
+}
+# Words in the problem text that make a dimensionless counting constant worth offering.
+CONST_HINTS: dict[str, str] = {
+    "pi": r"circle|radius|diameter|circumference|sphere|cylinder|angular|rpm|revolution|orbit",
+    "minutes_per_hour": r"\bminutes?\b.*\bhours?\b|\bhours?\b.*\bminutes?\b",
+    "hours_per_day": r"\bhours?\b.*\bdays?\b|\bdays?\b.*\bhours?\b",
+    "days_per_week": r"\bdays?\b.*\bweeks?\b|\bweeks?\b.*\bdays?\b",
+    "months_per_year": r"\bmonths?\b.*\byears?\b|\byears?\b.*\bmonths?\b",
+    "weeks_per_year": r"\bweeks?\b.*\byears?\b|\byears?\b.*\bweeks?\b",
+    "dozen": r"\bdozens?\b",
+    "g": r"gravit|\bfall|\bdrop|\bheight|\bweight|\bthrown|\bprojectile|\bincline|\bpendulum|\bfree",
+}
+
+
+def _stem(dims: Dims | None) -> str:
+    if dims is None:
+        return "x"
+    for unit, stem in _STEM_UNITS.items():
+        info = try_unit_info(unit)
+        if info is not None and info.dims == dims:
+            return stem
+    return "q"
+
+
+def fresh_name(dims: Dims | None, index: int, taken: set[str]) -> str:
+    """A new variable name for step `index`: a stem from the dimension and the step number."""
+    base = f"{_stem(dims)}{index + 1}"
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+@dataclass(frozen=True)
+class _Cand:
+    """An enumerated candidate before serialisation; `priority` sorts (lower first)."""
+
+    priority: tuple[Any, ...]
+    obj: dict[str, Any]
+
+
+@dataclass
+class EnumeratorGenerator:
+    """Enumerates candidate steps and answer declarations; see the module docstring for the rules."""
+
+    typed: bool = True
+    cap: int = 512
+    seed: int = 0
+    literals: tuple[float, ...] = ()
+    families: tuple[str, ...] | None = None
+    ops: tuple[str, ...] | None = None
+    answer_coverage: str = "all"
+    rollout_max_steps: int = 6
+    uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
+    stats: GeneratorStats = field(default_factory=GeneratorStats)
+
+    def __post_init__(self) -> None:
+        if self.answer_coverage not in ("all", "any"):
+            raise ValueError(f"answer_coverage must be 'all' or 'any', got {self.answer_coverage!r}")
+        if self.cap < 1:
+            raise ValueError("cap must be >= 1")
+        self.literals = tuple(float(x) for x in self.literals)
+        names = sorted(REGISTRY) if self.ops is None else [o for o in self.ops if o in REGISTRY]
+        if self.families is not None:
+            fams = set(self.families)
+            names = [n for n in names if REGISTRY[n].family in fams or n == "const"]
+        self._prims: list[Primitive] = [REGISTRY[n] for n in names if not has_expr_param(REGISTRY[n])]
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
+        """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
+        known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps"}
+        extra = set(cfg) - known - {"kind", "name", "description"}
+        if extra:
+            raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
+        kw = {k: cfg[k] for k in known if k in cfg and cfg[k] is not None}
+        for key in ("literals", "families", "ops"):
+            if key in kw:
+                kw[key] = tuple(kw[key])
+        return cls(**kw)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "enumerate", "typed": self.typed, "cap": self.cap, "seed": self.seed,
+                "literals": list(self.literals), "n_ops": len(self._prims)}
+
+    # ------------------------------------------------------------------ protocol
+
+    def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        """Candidates per request (k is ignored in step mode: the cap bounds the output)."""
+        t0 = time.perf_counter()
+        out: list[list[str]] = []
+        for req in requests:
+            if req.mode == "step":
+                out.append(self.step_candidates(req))
+            elif req.mode == "full":
+                out.append(self.rollouts(req))
+            else:
+                raise ValueError(f"the enumerator proposes steps and whole traces, not mode {req.mode!r} "
+                                 f"(use an LLM generator for the direct / python baselines)")
+        self.stats.calls += 1
+        self.stats.requests += len(requests)
+        self.stats.candidates += sum(len(c) for c in out)
+        self.stats.seconds += time.perf_counter() - t0
+        return out
+
+    # ------------------------------------------------------------------ step mode
+
+    def step_candidates(self, req: ProposalRequest) -> list[str]:
+        """All candidates for the next step of `req`, as JSON strings (answers first)."""
+        answers, steps = self._enumerate(req)
+        rng = random.Random(zlib.crc32(f"{self.seed}|{req.seed}|{req.problem_id}|{len(req.steps)}".encode()))
+        steps = self._apply_cap(steps, rng)
+        return [json.dumps(c, separators=(",", ":")) for c in answers] + \
+               [json.dumps(c.obj, separators=(",", ":")) for c in steps]
+
+    def _apply_cap(self, cands: list[_Cand], rng: random.Random) -> list[_Cand]:
+        cands.sort(key=lambda c: c.priority)
+        if len(cands) <= self.cap:
+            return cands
+        head = self.cap // 2
+        rest = cands[head:]
+        picked = sorted(rng.sample(range(len(rest)), self.cap - head))
+        return cands[:head] + [rest[i] for i in picked]
+
+    def _enumerate(self, req: ProposalRequest) -> tuple[list[dict[str, Any]], list[_Cand]]:
+        variables = visible_vars(req.givens, req.steps)
+        used = {a for s in req.steps for a in s.args.values() if isinstance(a, str)}
+        target = try_unit_info(req.target_unit) if req.target_unit else None
+        answers = self._answers(req, variables, target.dims if target else None)
+        taken = {v.name for v in variables}
+        index = len(req.steps)
+        defined_consts = {s.args.get("name") for s in req.steps if s.op == "const"}
+        cands: list[_Cand] = []
+        seen: set[str] = set()
+        for order, prim in enumerate(self._prims):
+            if prim.name == "const":
+                for cname in self._useful_consts(req, variables, defined_consts):
+                    d = constant_dims(cname)  # parses: _useful_consts checked
+                    obj = self._step_obj("const", {"name": cname}, d, index, taken, target)
+                    cands.append(_Cand((0, 0, order, cname), obj))
+                continue
+            for binding in self._bindings(prim, variables):
+                args = {p: (b.name if isinstance(b, VarInfo) else b) for p, b in binding.items()}
+                key = prim.name + json.dumps(args, sort_keys=True)
+                if key in seen:
+                    continue
+                seen.add(key)
+                dims = self._out_dims(prim, binding)
+                if dims is None and self.typed:
+                    continue
+                n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
+                n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
+                obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
+                cands.append(_Cand((-n_unused, n_lit, order, key), obj))
+        return answers, cands
+
+    def _step_obj(self, op: str, args: dict[str, Any], dims: Dims | None, index: int, taken: set[str],
+                  target: Any, binding: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        if dims is None:  # type-blind guess: the unit of the first variable argument
+            first = next((b for b in (binding or {}).values() if isinstance(b, VarInfo)), None)
+            unit = first.unit if first is not None else "dimensionless"
+        elif target is not None and dims == target.dims:
+            unit = target.text
+        else:
+            unit = canonical_unit(dims)
+        return {"op": op, "args": args, "out": {"name": fresh_name(dims, index, taken), "unit": unit}}
+
+    def _out_dims(self, prim: Primitive, binding: Mapping[str, Any]) -> Dims | None:
+        arg_dims: dict[str, Dims] = {}
+        values: dict[str, Any] = {}
+        for p, b in binding.items():
+            if isinstance(b, VarInfo):
+                if b.dims is None:
+                    return None
+                arg_dims[p] = b.dims
+                u = try_unit_info(b.unit)
+                values[p] = u.to_base(b.value) if (u is not None and b.value is not None) else None
+            else:
+                arg_dims[p] = DIMENSIONLESS
+                values[p] = b
+        try:
+            if not prim.variadic:
+                prim.check_args(arg_dims)
+            return prim.out_dims_for(arg_dims if not prim.variadic else {"x1": arg_dims["x1"]}, values)
+        except (DimError, KeyError, TypeError):
+            return None
+        except Exception:  # an output rule that needs a value we do not have
+            return None
+
+    def _options(self, p: Any, variables: list[VarInfo], bound: Mapping[str, Any]) -> list[Any]:
+        lits: list[Any] = list(self.literals)
+        if not self.typed:
+            return list(variables) + lits
+        if p.rkind == EXACT:
+            return [v for v in variables if v.dims == p.rdims]
+        if p.rkind == DIMLESS:
+            return [v for v in variables if v.dims == DIMENSIONLESS] + lits
+        if p.rkind == SAME:
+            ref = bound.get(p.rref)
+            ref_dims = ref.dims if isinstance(ref, VarInfo) else DIMENSIONLESS
+            return [v for v in variables if v.dims == ref_dims] + (lits if ref_dims == DIMENSIONLESS else [])
+        if p.rkind == ANY:
+            return list(variables) + lits
+        return []
+
+    def _bindings(self, prim: Primitive, variables: list[VarInfo]):
+        params = list(prim.params)  # variadic ops register x1, x2: their two-argument form
+        if any(p.kind != "var" for p in params):
+            return
+        # SAME parameters refer to earlier ones in every registered op; order params so refs come first.
+        order = sorted(range(len(params)), key=lambda i: 1 if params[i].rkind == SAME else 0)
+
+        def rec(j: int, bound: dict[str, Any]):
+            if j == len(order):
+                yield dict(bound)
+                return
+            p = params[order[j]]
+            for opt in self._options(p, variables, bound):
+                if isinstance(opt, VarInfo) and prim.name != "mul" and any(
+                        isinstance(b, VarInfo) and b.name == opt.name for b in bound.values()):
+                    continue
+                bound[p.name] = opt
+                yield from rec(j + 1, bound)
+                del bound[p.name]
+
+        seen_comm: set[tuple[str, ...]] = set()
+        for b in rec(0, {}):
+            if prim.commutative:
+                key = tuple(sorted(repr(x.name if isinstance(x, VarInfo) else x) for x in b.values()))
+                if key in seen_comm:
+                    continue
+                seen_comm.add(key)
+            yield {p.name: b[p.name] for p in params}
+
+    def _useful_consts(self, req: ProposalRequest, variables: list[VarInfo], defined: set[Any]) -> list[str]:
+        text = req.problem_text.lower()
+        dims_at_hand = {v.dims for v in variables if v.dims is not None}
+        out = []
+        for cname in CONSTANTS:
+            if cname in defined:
+                continue
+            info = try_unit_info(CONSTANTS[cname][1])
+            if info is None:  # a constant whose unit string does not parse cannot be used anyway
+                continue
+            d = info.dims
+            hint = CONST_HINTS.get(cname)
+            if hint and re.search(hint, text, flags=re.IGNORECASE | re.DOTALL):
+                out.append(cname)
+                continue
+            if d == DIMENSIONLESS:
+                continue
+            if d not in dims_at_hand and self._fills_exact_param(d, dims_at_hand):
+                out.append(cname)
+        return out
+
+    def _fills_exact_param(self, d: Dims, dims_at_hand: set[Dims]) -> bool:
+        for prim in self._prims:
+            exact = [p for p in prim.params if p.kind == "var" and p.rkind == EXACT]
+            if any(p.rdims == d for p in exact) and all(p.rdims == d or p.rdims in dims_at_hand for p in exact) \
+                    and len(exact) >= 2:
+                return True
+        return False
+
+    def _answers(self, req: ProposalRequest, variables: list[VarInfo], target: Dims | None) -> list[dict]:
+        steps = req.steps
+        if not steps:
+            return []
+        deps: dict[str, set[str]] = {g.name: {g.name} for g in req.givens}
+        for s in steps:
+            acc: set[str] = set()
+            for a in s.args.values():
+                if isinstance(a, str):
+                    acc |= deps.get(a, set())
+            deps[s.out.name] = acc
+        needed = {g.name for g in req.givens if g.value != 0}
+        outs = [v for v in variables if not v.is_given]
+        if target is None:
+            outs = outs[-1:]
+        res = []
+        for v in reversed(outs):  # latest first
+            if self.typed and target is not None and v.dims != target:
+                continue
+            if self.answer_coverage == "all" and not needed <= deps.get(v.name, set()):
+                continue
+            res.append({"answer": [{"name": v.name, "unit": req.target_unit or v.unit}]})
+        return res
+
+    # ------------------------------------------------------------------ full mode (best-of-N)
+
+    def rollouts(self, req: ProposalRequest) -> list[str]:
+        """`req.k` seeded rollouts: at each step pick among the top-priority candidates, stop at an answer."""
+        out: list[str] = []
+        for i in range(req.k):
+            rng = random.Random(zlib.crc32(f"{self.seed}|{req.seed}|{req.problem_id}|rollout{i}".encode()))
+            steps: list[Step] = list(req.steps)
+            answer = None
+            for _ in range(self.rollout_max_steps):
+                sub = ProposalRequest(req.problem_id, req.problem_text, req.givens, tuple(steps),
+                                      target_unit=req.target_unit)
+                answers, cands = self._enumerate(sub)
+                if answers:
+                    answer = answers[0]["answer"]
+                    break
+                if not cands:
+                    break
+                cands.sort(key=lambda c: c.priority)
+                best = cands[0].priority[:2]
+                tier = [c for c in cands if c.priority[:2] == best]
+                obj = rng.choice(tier).obj
+                steps.append(Step(obj["op"], obj["args"], Out(obj["out"]["name"], obj["out"]["unit"])))
+            trace = {"steps": [s.to_dict() for s in steps[len(req.steps):]], "answer": answer or []}
+            out.append(json.dumps(trace, separators=(",", ":")))
+        return out
+
+
+def count_candidates(req: ProposalRequest, **kw: Any) -> int:
+    """How many step candidates the enumerator makes for a request before the cap (for reports)."""
+    gen = EnumeratorGenerator(cap=10**9, **kw)
+    return len(gen.step_candidates(req))
+

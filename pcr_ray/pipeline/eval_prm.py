@@ -1,0 +1,207 @@
+"""`pcr-ray eval-prm`: pairwise accuracy and step-level AUROC of a PRM checkpoint on a pairs split, by kind.
+
+Pairwise accuracy: the share of pairs with r(context, positive) > r(context, negative) (ties count half).
+Step-level AUROC: the gold steps of the pairs against their negatives, as a binary ranking (Mann-Whitney).
+Every distinct (context, step) is scored once, with Ray Data over PRM scorer actors (`use_ray: true`, the
+shape a cluster runs) or in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pcr_ray.config import cache_dir
+from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS
+from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
+
+CONFIG_NAME = "eval_prm"
+GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "random (all)": RANDOM_KINDS}
+
+
+def auroc(pos: Sequence[float], neg: Sequence[float]) -> float:
+    """P(score of a random positive > score of a random negative), ties half (Mann-Whitney U / (n+ n-))."""
+    p = np.asarray(pos, dtype=np.float64)
+    n = np.asarray(neg, dtype=np.float64)
+    if len(p) == 0 or len(n) == 0:
+        return float("nan")
+    allv = np.concatenate([p, n])
+    order = allv.argsort(kind="mergesort")
+    ranks = np.empty(len(allv), dtype=np.float64)
+    sorted_v = allv[order]
+    i = 0
+    while i < len(allv):  # average ranks over ties
+        j = i
+        while j + 1 < len(allv) and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    u = ranks[: len(p)].sum() - len(p) * (len(p) + 1) / 2.0
+    return float(u / (len(p) * len(n)))
+
+
+def pair_metrics(df: Any) -> dict[str, dict[str, Any]]:
+    """By kind (and per group): pairs, pairwise accuracy, step-level AUROC, mean r+ and r-."""
+    out: dict[str, dict[str, Any]] = {}
+    kinds = sorted(df["kind"].unique())
+    groups: list[tuple[str, Sequence[str]]] = [(k, (k,)) for k in kinds]
+    groups += [(g, ks) for g, ks in GROUPS.items() if any(k in kinds for k in ks)]
+    groups.append(("all", kinds))
+    for name, ks in groups:
+        d = df[df["kind"].isin(list(ks))]
+        if d.empty:
+            continue
+        rp, rn = d["r_pos"].to_numpy(), d["r_neg"].to_numpy()
+        acc = float(((rp > rn) + 0.5 * (rp == rn)).mean())
+        pos_steps = d.drop_duplicates(["problem_id", "t"])["r_pos"].to_numpy()
+        out[name] = {"pairs": int(len(d)), "problems": int(d["problem_id"].nunique()), "pairwise_acc": round(acc, 4),
+                     "auroc": round(auroc(pos_steps, rn), 4), "mean_r_pos": round(float(rp.mean()), 4),
+                     "mean_r_neg": round(float(rn.mean()), 4)}
+    return out
+
+
+class ScoreBatch:
+    """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
+
+    def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int = 160,
+                 torch_threads: int = 0) -> None:
+        if torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(torch_threads)
+        from pcr_ray.prm.scorer import PRMScorer
+
+        self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length)
+
+    def __call__(self, batch: Any) -> Any:
+        batch = batch.copy()
+        batch["score"] = self.scorer.score(list(zip(batch["context"], batch["step"], strict=True)))
+        return batch
+
+
+def resolve_checkpoint(prm: Mapping[str, Any]) -> Path:
+    """prm.checkpoint when set, else the cached checkpoint of prm.kind; an error when there is none."""
+    from pcr_ray.prm.checkpoints import find_checkpoint
+
+    ck = prm.get("checkpoint")
+    if ck:
+        p = Path(str(ck)).expanduser()
+        if not p.exists():
+            raise FileNotFoundError(f"prm.checkpoint {p} does not exist")
+        return p.resolve()
+    found = find_checkpoint(str(prm.get("kind", "csp")))
+    if found is None:
+        raise FileNotFoundError(f"no cached {prm.get('kind', 'csp')} PRM checkpoint; train one with "
+                                f"`pcr-ray train-prm` or pass prm.checkpoint=/path")
+    return found
+
+
+def _read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
+    import pandas as pd
+
+    path = pairs_dir / split
+    if not path.exists():
+        raise FileNotFoundError(f"no pairs at {path}; run `pcr-ray make-pairs` first (or set pairs_dir=...)")
+    cols = ["problem_id", "source", "kind", "t", "context", "pos_step", "neg_step", "verified"]
+    if use_ray:
+        import ray
+
+        return ray.data.read_parquet(str(path), columns=cols).to_pandas()
+    return pd.read_parquet(path, columns=cols)
+
+
+def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Score a split's pairs with a checkpoint; print and return metrics by kind (and write them as JSON)."""
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    prm = dict(cfg.get("prm") or {})
+    ckpt = resolve_checkpoint(prm)
+    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
+    split = str(cfg.get("split", "test"))
+    use_ray = bool(cfg.get("use_ray", True))
+    if use_ray:
+        _init_ray(cfg.get("ray"))
+    df = _read_split(pairs_dir, split, use_ray)
+    kinds = cfg.get("kinds")
+    if kinds:
+        df = df[df["kind"].isin(list(kinds))]
+    limit = int(cfg.get("limit_per_kind") or 0)
+    if limit > 0:
+        df = df.sort_values(["problem_id", "t", "neg_step"]).groupby("kind", group_keys=False).head(limit)
+    df = df.reset_index(drop=True)
+    if df.empty:
+        raise ValueError(f"no pairs to evaluate in {pairs_dir}/{split} (kinds {kinds})")
+    texts = pd.concat([df[["context", "pos_step"]].rename(columns={"pos_step": "step"}),
+                       df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
+    texts = texts.reset_index(drop=True)
+    kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
+          "max_length": int(prm.get("max_length", 160))}
+    t1 = time.perf_counter()
+    if use_ray:
+        import ray
+
+        scored = ray.data.from_pandas(texts).map_batches(
+            ScoreBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
+            batch_format="pandas", batch_size=int(cfg.get("batch_size", 256)),
+            concurrency=int(cfg.get("actors", 1)), num_cpus=float(cfg.get("cpus_per_actor", 1)),
+        ).to_pandas()
+    else:
+        scored = ScoreBatch(**kw)(texts)
+    score_s = time.perf_counter() - t1
+    key = dict(zip(zip(scored["context"], scored["step"], strict=True), scored["score"], strict=True))
+    df["r_pos"] = [key[(c, s)] for c, s in zip(df["context"], df["pos_step"], strict=True)]
+    df["r_neg"] = [key[(c, s)] for c, s in zip(df["context"], df["neg_step"], strict=True)]
+    metrics = pair_metrics(df)
+    by_source = {str(src): {k: v for k, v in pair_metrics(d).items() if k in ("csp (all)", "random (all)", "all")}
+                 for src, d in df.groupby("source")} if df["source"].nunique() > 1 else {}
+    from pcr_ray.prm.model import read_meta
+
+    meta = read_meta(ckpt)
+    result = {"checkpoint": str(ckpt), "prm_kind": meta.kind, "backbone": meta.backbone, "split": split,
+              "pairs_dir": str(pairs_dir), "by_kind": metrics, "by_source": by_source, "scored_texts": int(len(texts)),
+              "score_seconds": round(score_s, 1), "steps_per_s": round(len(texts) / score_s, 1) if score_s else None,
+              "seconds": round(time.perf_counter() - t0, 1)}
+    out = cfg.get("out") or (cache_dir() / "eval" / f"prm_{meta.kind}_{split}.json")
+    Path(str(out)).parent.mkdir(parents=True, exist_ok=True)
+    Path(str(out)).write_text(json.dumps(result, indent=2))
+    print(format_metrics(result), flush=True)
+    print(f"[eval-prm] written to {out}", flush=True)
+    return result
+
+
+def format_metrics(result: Mapping[str, Any]) -> str:
+    lines = [f"PRM {result['prm_kind']} ({result['backbone']}) on {result['split']} pairs: {result['checkpoint']}",
+             f"{'kind':<24}{'pairs':>8}{'pairwise acc':>14}{'AUROC':>8}{'mean r+':>9}{'mean r-':>9}"]
+    for k, m in result["by_kind"].items():
+        lines.append(f"{k:<24}{m['pairs']:>8}{m['pairwise_acc']:>14.4f}{m['auroc']:>8.4f}{m['mean_r_pos']:>9.3f}"
+                     f"{m['mean_r_neg']:>9.3f}")
+    for src, groups in (result.get("by_source") or {}).items():
+        for g, m in groups.items():
+            lines.append(f"{src + ': ' + g:<24}{m['pairs']:>8}{m['pairwise_acc']:>14.4f}{m['auroc']:>8.4f}"
+                         f"{m['mean_r_pos']:>9.3f}{m['mean_r_neg']:>9.3f}")
+    lines.append(f"({result['scored_texts']} distinct (context, step) scored in {result['score_seconds']}s)")
+    return "\n".join(lines)
+
+
+USAGE = """usage: pcr-ray eval-prm [key=value ...]
+
+Pairwise accuracy and step-level AUROC of a PRM checkpoint on a pairs split, by pair kind.
+e.g.  pcr-ray eval-prm                                    # the cached CSP PRM on the test split
+      pcr-ray eval-prm prm=minilm_random kinds='[principle_swap,variable_substitution]'   # the CSP ablation
+      pcr-ray eval-prm prm.checkpoint=/path/to/ckpt split=validation"""
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `pcr-ray eval-prm`."""
+    return hydra_main(CONFIG_NAME, argv, eval_prm, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,522 @@
+"""The Ray Data evaluation pipeline: problems x methods -> givens -> search workers -> grade -> parquet shards.
+
+    from_items(work items) -> map_batches(extract_givens, CPU task)
+                           -> map_batches(SearchWorker, ActorPoolStrategy(size=n))   # calls model actors
+                           -> map_batches(grade_batch, CPU task)
+                           -> driver: iter_batches -> one parquet shard per batch, progress bar
+
+Fault tolerance: search workers are restarted by Ray Data (max_restarts) and their batch retried
+(max_task_retries); model actors restart by their own options; an exception inside a search is retried
+problem by problem, then recorded as an error row; if the dataset itself fails, the driver reruns what is
+left in smaller batches (`pipeline.rounds`), and whatever still fails becomes error rows. Completed shards
+are never rewritten, and a rerun with the same run directory skips (problem_id, method) rows already done.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import ray
+
+from pcr_ray.pipeline import actors as act
+from pcr_ray.pipeline.metrics import classify_error, horizon_of
+from pcr_ray.pipeline.results import ShardWriter, completed_keys
+
+BASELINES = ("direct", "pyexec")
+
+
+# ---------------------------------------------------------------- work items and method specs
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One column of the comparison: a label, the method it runs, the generator key and search overrides."""
+
+    label: str
+    method: str
+    generator: str = "default"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.method in BASELINES
+
+
+def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] | None = None,
+                  method_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[MethodSpec]:
+    """Method specs from config: 'nsprm', 'nsprm@llm' (generator key), or {label, method, generator, overrides}."""
+    from pcr_ray.search import METHODS
+
+    gens = dict(method_generators or {})
+    ovs = dict(method_overrides or {})
+    out: list[MethodSpec] = []
+    for m in methods:
+        if isinstance(m, Mapping):
+            method = str(m["method"])
+            label = str(m.get("label") or method)
+            gen = str(m.get("generator") or gens.get(label) or gens.get(method) or "default")
+            over = dict(m.get("overrides") or {})
+        else:
+            label = str(m)
+            method, _, gen = label.partition("@")
+            gen = gen or gens.get(label) or gens.get(method) or "default"
+            over = {}
+        over = {**dict(ovs.get(method, {}) or {}), **dict(ovs.get(label, {}) or {}), **over}
+        if method not in METHODS and method not in BASELINES:
+            raise ValueError(f"unknown method {method!r} in `methods`; known: {', '.join(METHODS + BASELINES)}")
+        out.append(MethodSpec(label, method, gen, over))
+    labels = [s.label for s in out]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"duplicate method labels in `methods`: {labels}")
+    return out
+
+
+def work_items(problems: Iterable[Any], specs: Sequence[MethodSpec], done: set[tuple[str, str]] = frozenset()
+               ) -> list[dict[str, Any]]:
+    """One row per (problem, method) not yet done: the problem's fields plus `method` (the label).
+
+    Method-major order, so a batch holds problems of one method and searches them lock-step (batched calls).
+    """
+    rows = [p.to_dict() if hasattr(p, "to_dict") else dict(p) for p in problems]
+    return [{**row, "method": s.label} for s in specs for row in rows if (row["id"], s.label) not in done]
+
+
+# ---------------------------------------------------------------- stage 1: extract givens (CPU task)
+
+def _givens_to_json(givens: Sequence[Any]) -> str:
+    return json.dumps([{"name": g.name, "value": g.value, "unit": g.unit, "desc": g.desc} for g in givens])
+
+
+def extract_givens(batch: pd.DataFrame, givens_mode: str = "auto") -> pd.DataFrame:
+    """Adds sp_givens (JSON list), sp_target_unit, givens_source and extract_error to each row."""
+    from pcr_ray.search import SearchProblem
+
+    gj, tu, src, err = [], [], [], []
+    for row in batch.to_dict("records"):
+        try:
+            sp = SearchProblem.from_problem(_problem_dict(row), givens=givens_mode)
+            gj.append(_givens_to_json(sp.givens))
+            tu.append(sp.target_unit)
+            src.append(sp.givens_source)
+            err.append("")
+        except Exception as exc:
+            gj.append("[]")
+            tu.append("")
+            src.append("")
+            err.append(f"givens extraction failed: {type(exc).__name__}: {exc}"[:300])
+    out = batch.copy()
+    out["sp_givens"] = gj
+    out["sp_target_unit"] = tu
+    out["givens_source"] = src
+    out["extract_error"] = err
+    return out
+
+
+_PROBLEM_KEYS = ("id", "source", "text", "answer", "answer_value", "answer_unit", "level", "subject", "gold_trace",
+                 "gold_steps")
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        try:
+            return v.item()
+        except (ValueError, AttributeError):
+            return v
+    return v
+
+
+def _problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _clean(row.get(k)) for k in _PROBLEM_KEYS}
+
+
+def _search_problem(row: Mapping[str, Any]) -> Any:
+    from pcr_ray.search import SearchProblem
+    from pcr_ray.trace import Given
+
+    givens = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless", g.get("desc", ""))
+                   for g in json.loads(row.get("sp_givens") or "[]"))
+    gs = _clean(row.get("gold_steps"))
+    return SearchProblem(str(row["id"]), str(row["text"]), givens, str(row.get("sp_target_unit") or ""),
+                         _clean(row.get("answer_value")), str(row.get("answer_unit") or ""), str(row.get("source")),
+                         None if gs is None else int(gs), str(row.get("givens_source") or ""))
+
+
+# ---------------------------------------------------------------- stage 2: search workers (actor pool)
+
+class SearchWorker:
+    """A Ray Data actor: connects to the model actors once, then runs lock-step search over each batch."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self.spec = dict(spec)
+        self.refs = dict(self.spec["generators"])
+        self.generators = {k: act.connect(ref) for k, ref in self.refs.items()}
+        self.source_overrides = {str(k): dict(v or {}) for k, v in (self.spec.get("source_overrides") or {}).items()}
+        self._by_source: dict[tuple[str, str], Any] = {}
+        self.scorer = act.connect(self.spec.get("prm"))
+        self.specs = {s.label: s for s in self.spec["methods"]}
+        self.search_base = dict(self.spec["search"])
+        self.baseline_cfg = dict(self.spec.get("baselines") or {})
+        self.attempts = max(1, int(self.spec.get("problem_attempts", 2)))
+        self.faults = dict(self.spec.get("faults") or {})
+        self.where = f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        act.maybe_inject_fault("search_worker", self.faults)
+        rows = batch.to_dict("records")
+        doomed = str(self.faults.get("exit_for_problem") or "")
+        if doomed and any(str(r["id"]) == doomed for r in rows):
+            os._exit(18)  # test hook: this problem kills its worker every time
+        out: list[dict[str, Any]] = []
+        by_method: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r.get("extract_error"):
+                out.append(error_record(r, r["extract_error"], attempts=1, worker=self.where))
+            else:
+                by_method.setdefault(str(r["method"]), []).append(r)
+        for label, group in by_method.items():
+            out.extend(self._run_group(self.specs[label], group))
+        return pd.DataFrame(out)
+
+    def _generator(self, key: str, source: str) -> Any:
+        """The generator `key`; an in-worker one built with the source's overrides when the config has some."""
+        ref = self.refs.get(key)
+        if ref is None:
+            raise KeyError(f"a method asks for generator {key!r}, which is not configured")
+        over = self.source_overrides.get(source)
+        if not over or ref.local_cfg is None:  # model actors serve every source as configured
+            return self.generators[key]
+        if (key, source) not in self._by_source:
+            from pcr_ray.generators.base import build_generator
+
+            self._by_source[(key, source)] = build_generator({**dict(ref.local_cfg), **over})
+        return self._by_source[(key, source)]
+
+    def _runner(self, spec: MethodSpec, source: str = "") -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+        gen = self._generator(spec.generator, source)
+        if spec.is_baseline:
+            return lambda group: run_baseline(spec, group, gen, self.baseline_cfg)
+        from pcr_ray.search import SearchConfig, run_search
+
+        cfg = SearchConfig.from_dict({**self.search_base, **dict(spec.overrides), "method": spec.method})
+        scorer = self.scorer if cfg.uses_prm else None
+
+        def run(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            results = run_search([_search_problem(r) for r in group], gen, scorer, cfg)
+            return [search_record(r, res) for r, res in zip(group, results, strict=True)]
+
+        return run
+
+    def _run_group(self, spec: MethodSpec, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        by_source: dict[str, list[dict[str, Any]]] = {}
+        for r in group:
+            by_source.setdefault(str(r.get("source") or ""), []).append(r)
+        return [rec for source, part in by_source.items() for rec in self._run_part(spec, source, part)]
+
+    def _run_part(self, spec: MethodSpec, source: str, group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        t0 = time.perf_counter()
+        try:
+            runner = self._runner(spec, source)
+        except Exception as exc:
+            return [error_record(r, _exc_text(exc), 1, self.where) for r in group]
+        bad = str(self.faults.get("raise_for_problem") or "")
+        if bad:  # test hook: searching this problem always raises
+            inner = runner
+
+            def runner(g: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                if any(str(r["id"]) == bad for r in g):
+                    raise RuntimeError(f"injected fault for problem {bad}")
+                return inner(g)
+        try:
+            recs = runner(group)
+            for rec in recs:
+                rec.setdefault("attempts", 1)
+        except Exception as exc:
+            if _is_ray_system_error(exc) and len(group) > 1:
+                raise  # a model actor is gone for good: let Ray Data retry the whole batch
+            first = _exc_text(exc)
+            recs = []
+            for r in group:  # isolate the culprit: one problem at a time, a bounded number of attempts
+                rec, err = None, first
+                for attempt in range(2, self.attempts + 1):
+                    try:
+                        rec = runner([r])[0]
+                        rec["attempts"] = attempt
+                        break
+                    except Exception as exc2:
+                        err = _exc_text(exc2)
+                recs.append(rec if rec is not None else error_record(r, err, self.attempts, self.where))
+        dt = time.perf_counter() - t0
+        for rec in recs:
+            rec["worker"] = self.where
+            rec.setdefault("batch_time_s", dt)
+        return recs
+
+
+def _is_ray_system_error(exc: BaseException) -> bool:
+    return isinstance(exc, (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError))
+
+
+def _exc_text(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"[:500]
+
+
+def _base_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    gt = _clean(row.get("gold_trace"))
+    gs = _clean(row.get("gold_steps"))
+    return {
+        "problem_id": str(row["id"]), "source": str(row.get("source") or ""), "method": str(row["method"]),
+        "question": str(row.get("text") or ""), "gold_answer": str(row.get("answer") or ""),
+        "gold_value": _clean(row.get("answer_value")), "gold_unit": str(row.get("answer_unit") or ""),
+        "gold_steps": gs, "horizon": horizon_of(gs), "gold_trace_json": gt or "",
+        "givens_json": row.get("sp_givens") or "", "givens_source": row.get("givens_source") or "",
+        "target_unit": row.get("sp_target_unit") or "",
+    }
+
+
+def error_record(row: Mapping[str, Any], error: str, attempts: int, worker: str = "") -> dict[str, Any]:
+    """The row of a problem that could not be run: no answer, the reason in `error`."""
+    return {**_base_record(row), "answered": False, "stop_reason": "error", "error": error or "unknown error",
+            "attempts": attempts, "worker": worker}
+
+
+def _loads(s: Any, default: Any) -> Any:
+    if isinstance(s, (list, dict)):
+        return s
+    try:
+        return json.loads(s) if s else default
+    except (TypeError, ValueError):
+        return default
+
+
+def search_record(row: Mapping[str, Any], res: Any) -> dict[str, Any]:
+    """A result row from a SearchResult (see pcr_ray.search) and its work item."""
+    rec = res.to_record() if hasattr(res, "to_record") else dict(res)
+    steps = _loads(rec.get("steps"), [])
+    verdicts = [s.get("verdict", "ok" if s.get("ok", True) else "rejected") if isinstance(s, dict) else ""
+                for s in steps]
+    scores = [s.get("score") if isinstance(s, dict) else None for s in steps]
+    value = rec.get("answer_value")
+    unit = rec.get("answer_unit") or ""
+    if value is None:
+        answer = ""
+    else:
+        answer = f"{value:.10g} {unit}".strip() if isinstance(value, (int, float)) else str(value)
+    out = {
+        **_base_record(row),
+        "generator": str(rec.get("generator", "")),
+        "answer": answer, "answer_value": value, "answer_unit": unit,
+        "answered": value is not None,
+        "stop_reason": rec.get("stop_reason", ""), "error": rec.get("error", "") or "",
+        "trace_json": rec.get("trace") if rec.get("trace") not in ("null", None) else "",
+        "trace_ok": bool(rec.get("trace_ok")),
+        "step_verdicts": json.dumps(verdicts), "step_scores": json.dumps(scores),
+        "n_steps": len(steps), "candidates": rec.get("n_proposed", 0),
+        "verifier_rejections": max(0, int(rec.get("n_parsed", 0) or 0) - int(rec.get("n_verified", 0) or 0)),
+        "prm_calls": rec.get("n_prm_calls", 0), "generator_calls": rec.get("iterations", 0),
+        "time_s": _attributed_seconds(rec),
+        "wall_s": rec.get("wall_s"),
+    }
+    cands = _loads(rec.get("candidates"), [])
+    if cands and isinstance(cands[-1], dict) and cands[-1].get("kind") in ("direct", "python"):
+        out["raw_output"] = str(cands[-1].get("candidate", ""))[:2000]
+    for k in ("n_parsed", "n_verified", "n_scored", "n_cache_hits", "retries", "backtracks", "gen_s", "verify_s",
+              "prm_s", "score", "final_diagnostics", "reject_codes", "answer_name"):
+        if k in rec:
+            out[k] = rec[k]
+    return out
+
+
+def _attributed_seconds(rec: Mapping[str, Any]) -> float | None:
+    """Seconds of generation, verification and PRM scoring attributed to this problem (its share of batched
+    calls); the wall time from batch start when the parts are not reported."""
+    parts = [rec.get(k) for k in ("gen_s", "verify_s", "prm_s")]
+    if any(isinstance(x, (int, float)) and x > 0 for x in parts):
+        return float(sum(x for x in parts if isinstance(x, (int, float))))
+    return rec.get("wall_s")
+
+
+def run_baseline(spec: MethodSpec, group: list[dict[str, Any]], generator: Any,
+                 cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """direct / pyexec baselines (pcr_ray.baselines) on a group of work items."""
+    from pcr_ray import baselines
+
+    problems = [_search_problem(r) for r in group]
+    results = baselines.run_baseline(spec.method, problems, generator, {**dict(cfg), **dict(spec.overrides)})
+    return [search_record(r, res) for r, res in zip(group, results, strict=True)]
+
+
+# ---------------------------------------------------------------- stage 3: grade (CPU task)
+
+def grade_batch(batch: pd.DataFrame) -> pd.DataFrame:
+    """correct / flagged / silent_failure / error_type per row (pcr_ray.grading for answer equivalence)."""
+    return pd.DataFrame([grade_row(r) for r in batch.to_dict("records")])
+
+
+def grade_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A graded copy of a row: correct, flagged (the system signalled trouble), silent_failure, error type."""
+    r = {k: _clean(v) for k, v in r.items()}
+    answered = bool(r.get("answered"))
+    correct = False
+    if answered and not r.get("error"):
+        try:
+            correct, r["grade_reason"] = grade_answer(r)
+        except Exception as exc:  # grading never raises by contract; a bug must not lose the row
+            r["grade_reason"] = f"grading failed: {_exc_text(exc)}"
+    flagged = (not answered) or bool(r.get("error")) or str(r.get("stop_reason") or "") in FLAG_STOPS
+    r["correct"] = correct
+    r["flagged"] = flagged
+    r["silent_failure"] = answered and not correct and not flagged
+    etype, detail = classify_error(r, r.get("gold_trace_json") or None)
+    r["error_type"], r["error_detail"] = etype, detail
+    return r
+
+
+# stop reasons by which a method itself says its answer is not to be trusted
+FLAG_STOPS = frozenset({"error", "max_steps", "exhausted", "no_candidates", "timeout", "unverified"})
+
+
+def grade_answer(r: Mapping[str, Any]) -> tuple[bool, str]:
+    """(correct, reason) of the row's answer against the gold one, with its source's setting (pcr_ray.grading)."""
+    from types import SimpleNamespace
+
+    from pcr_ray.grading import grade_problem
+
+    gold = SimpleNamespace(source=r.get("source") or "", answer=r.get("gold_answer") or "",
+                           answer_value=r.get("gold_value"), answer_unit=r.get("gold_unit") or "")
+    res = grade_problem(r.get("answer_value"), gold, pred_unit=r.get("answer_unit") or "")
+    return bool(res.correct), str(res.reason)
+
+
+# ---------------------------------------------------------------- driver
+
+@dataclass
+class PipelineStats:
+    """What the driver saw: rows written, correct so far, elapsed seconds, rounds and dataset failures."""
+
+    rows: int = 0
+    correct: int = 0
+    seconds: float = 0.0
+    rounds: int = 0
+    failures: list[str] = field(default_factory=list)
+    shards: int = 0
+
+
+def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Mapping[str, Any], batch_size: int
+                  ) -> Any:
+    """The Ray Dataset of the pipeline over these work items."""
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.execution_options.preserve_order = False
+    # A batch whose worker keeps dying (after max_restarts / max_task_retries) must not abort the other
+    # batches: it is skipped, its items stay pending, and the next round retries them in smaller batches.
+    ctx.max_errored_blocks = int(pcfg.get("max_errored_blocks", -1))
+    task_cpus = float(pcfg.get("task_num_cpus", 0.0))
+    n_blocks = max(1, math.ceil(len(items) / max(1, batch_size)))
+    n_workers = max(1, min(int(pcfg.get("num_search_workers", 2)), n_blocks))  # no idle workers on small runs
+    ds = ray.data.from_items(items, override_num_blocks=n_blocks)
+    # The light CPU stages ask for few logical CPUs, so the worker pool never starves them, and a bounded task
+    # pool, so a zero-CPU request cannot fan out into one worker process per block.
+    tasks = ray.data.TaskPoolStrategy(size=max(1, int(pcfg.get("task_concurrency", 1))))
+    ds = ds.map_batches(extract_givens, batch_format="pandas", batch_size=batch_size, num_cpus=task_cpus,
+                        compute=tasks, fn_kwargs={"givens_mode": str(pcfg.get("givens", "auto"))})
+    with warnings.catch_warnings():
+        # Bounded restarts need max_restarts/max_task_retries, which Ray 2.60 only takes as (deprecated)
+        # ray_remote_args; its defaults (-1, -1) would retry a batch that always kills its worker forever.
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        ds = ds.map_batches(
+            SearchWorker, fn_constructor_kwargs={"spec": spec}, batch_format="pandas", batch_size=batch_size,
+            compute=ray.data.ActorPoolStrategy(size=n_workers, max_tasks_in_flight_per_actor=1),
+            num_cpus=float(pcfg.get("worker_num_cpus", 1.0)),
+            max_restarts=int(pcfg.get("worker_max_restarts", 3)),
+            max_task_retries=int(pcfg.get("worker_max_task_retries", 3)),
+        )
+    ds = ds.map_batches(grade_batch, batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
+    return ds
+
+
+def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Mapping[str, Any], run_dir: Path,
+                 *, progress: bool = True, run_id: str | None = None) -> PipelineStats:
+    """Run every work item through the pipeline, writing shards as batches finish; returns the stats."""
+    writer = ShardWriter(run_dir, run_id)
+    stats = PipelineStats()
+    t0 = time.perf_counter()
+    n_methods = max(1, len(spec["methods"]))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), unit="row", desc="evaluate", dynamic_ncols=True, mininterval=1.0)
+    rounds = max(1, int(pcfg.get("rounds", 3)))
+    batch_size = max(1, int(pcfg.get("batch_size", 8)))
+    pending = list(items)
+    key = lambda it: (str(it["id"]), str(it["method"]))  # noqa: E731
+    try:
+        for rnd in range(rounds):
+            if not pending:
+                break
+            stats.rounds += 1
+            bs = batch_size if rnd == 0 else max(1, batch_size // (4 ** rnd))
+            todo = {key(it) for it in pending}
+            try:
+                ds = build_dataset(pending, spec, pcfg, bs)
+                for batch in ds.iter_batches(batch_size=None, batch_format="pandas", prefetch_batches=0):
+                    recs = [r for r in batch.to_dict("records") if (str(r["problem_id"]), str(r["method"])) in todo]
+                    for r in recs:
+                        todo.discard((str(r["problem_id"]), str(r["method"])))
+                    if writer.write(recs):
+                        stats.shards += 1
+                    stats.rows += len(recs)
+                    stats.correct += sum(bool(r.get("correct")) for r in recs)
+                    if bar is not None:
+                        el = time.perf_counter() - t0
+                        bar.update(len(recs))
+                        bar.set_postfix(problems=f"{stats.rows / n_methods:.1f}",
+                                        acc=f"{stats.correct / max(1, stats.rows):.3f}",
+                                        problems_s=f"{stats.rows / n_methods / max(el, 1e-9):.2f}")
+            except Exception as exc:  # the dataset failed: keep what was written, rerun the rest smaller
+                msg = f"round {rnd + 1}: {_exc_text(exc)}"
+                stats.failures.append(msg)
+                print(f"warning: pipeline {msg}; {len(todo)} rows left")
+            else:
+                if todo:  # batches that failed for good were skipped (max_errored_blocks)
+                    msg = (f"round {rnd + 1}: {len(todo)} rows not returned (their batches failed after "
+                           f"{int(pcfg.get('worker_max_restarts', 3))} worker restarts)")
+                    stats.failures.append(msg)
+                    print(f"warning: pipeline {msg}")
+            pending = [it for it in pending if key(it) in todo]
+        if pending:
+            reason = "failed in every round: " + (stats.failures[-1] if stats.failures else "no result returned")
+            recs = [grade_row(error_record(it, reason, stats.rounds)) for it in pending]
+            writer.write(recs)
+            stats.rows += len(recs)
+            if bar is not None:
+                bar.update(len(recs))
+    finally:
+        if bar is not None:
+            bar.close()
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def pending_items(problems: Sequence[Any], specs: Sequence[MethodSpec], run_dir: Path, resume: bool = True,
+                  retry_errors: bool = True) -> tuple[list[dict[str, Any]], int]:
+    """Work items still to do and how many were already done (resume)."""
+    done = completed_keys(run_dir, retry_errors) if resume else set()
+    items = work_items(problems, specs, done)
+    return items, len(problems) * len(specs) - len(items)

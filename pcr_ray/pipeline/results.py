@@ -1,0 +1,205 @@
+"""Result rows on disk: one parquet shard per completed batch, a merged results.parquet, and resume keys.
+
+A row is one (problem, method). Shards are written atomically (temp file + rename) as batches finish, so a
+crash never loses a completed batch and never leaves a half-written shard. On merge, a (problem_id,
+method) that appears more than once (a retried error, a resumed run) keeps its latest non-error row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SHARDS = "shards"
+RESULTS_FILE = "results.parquet"
+
+# The one schema every shard is written with (so shards always concatenate).
+RESULT_SCHEMA = pa.schema([
+    ("problem_id", pa.string()),
+    ("source", pa.string()),
+    ("method", pa.string()),
+    ("generator", pa.string()),
+    ("question", pa.string()),
+    ("gold_answer", pa.string()),
+    ("gold_value", pa.float64()),
+    ("gold_unit", pa.string()),
+    ("gold_steps", pa.int64()),
+    ("gold_trace_json", pa.string()),    # the gold trace (JSON) or '' when the source has none
+    ("horizon", pa.string()),            # long (gold trace of 5+ steps) | short | unknown (no gold trace)
+    ("answer", pa.string()),             # the answer as returned (text), '' when none
+    ("answer_value", pa.float64()),
+    ("answer_unit", pa.string()),
+    ("answered", pa.bool_()),
+    ("correct", pa.bool_()),
+    ("grade_reason", pa.string()),       # why the grader said right or wrong
+    ("flagged", pa.bool_()),             # the system signalled a problem (no answer, rejected trace, error)
+    ("silent_failure", pa.bool_()),      # answered, wrong, not flagged
+    ("stop_reason", pa.string()),
+    ("error_type", pa.string()),         # unit | formula_misuse | wrong_variable | arithmetic | parse | no_answer | ...
+    ("error_detail", pa.string()),
+    ("error", pa.string()),              # pipeline error (exception text) or '' when the problem ran
+    ("raw_output", pa.string()),         # baselines: the model's last output (answer text or program)
+    ("trace_json", pa.string()),         # the final trace (JSON) or ''
+    ("givens_json", pa.string()),        # the givens the search started from (JSON list)
+    ("step_verdicts", pa.string()),      # JSON list, one verdict string per step ('ok' or a diagnostic code)
+    ("step_scores", pa.string()),        # JSON list, one PRM score (or null) per step
+    ("n_steps", pa.int64()),
+    ("candidates", pa.int64()),
+    ("verifier_rejections", pa.int64()),
+    ("prm_calls", pa.int64()),
+    ("generator_calls", pa.int64()),
+    ("time_s", pa.float64()),            # compute seconds attributed to the problem (its share of batched calls)
+    ("attempts", pa.int64()),
+    ("worker", pa.string()),
+    ("extra_json", pa.string()),         # anything else the search reported
+    ("run_id", pa.string()),
+    ("written_at", pa.float64()),
+])
+
+_DEFAULTS: dict[pa.DataType, Any] = {
+    pa.string(): "", pa.bool_(): False, pa.int64(): 0, pa.float64(): None,
+}
+_NULLABLE = {"gold_value", "answer_value", "gold_steps", "time_s", "written_at"}
+
+
+def _coerce(name: str, typ: pa.DataType, value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None if name in _NULLABLE else _DEFAULTS.get(typ)
+    if typ == pa.string():
+        if isinstance(value, (dict, list, tuple)):
+            return json.dumps(value, default=str)
+        return str(value)
+    if typ == pa.bool_():
+        return bool(value)
+    if typ == pa.int64():
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None if name in _NULLABLE else 0
+    if typ == pa.float64():
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            return None
+        return f if math.isfinite(f) else None
+    return value
+
+
+def normalize_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A row with exactly the schema's columns; unknown keys go into extra_json."""
+    out: dict[str, Any] = {}
+    for field in RESULT_SCHEMA:
+        out[field.name] = _coerce(field.name, field.type, rec.get(field.name))
+    extra = {k: v for k, v in rec.items() if k not in RESULT_SCHEMA.names}
+    if extra:
+        prev = json.loads(out["extra_json"]) if out["extra_json"] else {}
+        prev.update(extra)
+        out["extra_json"] = json.dumps(prev, default=str)
+    return out
+
+
+def records_to_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Normalized rows as a pyarrow Table with RESULT_SCHEMA."""
+    rows = [normalize_record(r) for r in records]
+    return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+class ShardWriter:
+    """Writes batches of rows as numbered parquet shards under run_dir/shards, atomically."""
+
+    def __init__(self, run_dir: str | Path, run_id: str | None = None) -> None:
+        self.dir = Path(run_dir) / SHARDS
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self._seq = len(list(self.dir.glob("part-*.parquet")))
+        self.rows_written = 0
+
+    def write(self, records: list[Mapping[str, Any]]) -> Path | None:
+        """Write one shard (nothing when `records` is empty); returns its path."""
+        if not records:
+            return None
+        now = time.time()
+        table = records_to_table([{**r, "run_id": self.run_id, "written_at": now} for r in records])
+        while True:
+            path = self.dir / f"part-{self._seq:06d}-{self.run_id}.parquet"
+            self._seq += 1
+            if not path.exists():
+                break
+        tmp = path.with_suffix(".parquet.tmp")
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        self.rows_written += table.num_rows
+        return path
+
+
+def shard_paths(run_dir: str | Path) -> list[Path]:
+    """Completed shards in write order (temp files of an interrupted write are ignored)."""
+    d = Path(run_dir) / SHARDS
+    return sorted(d.glob("part-*.parquet")) if d.is_dir() else []
+
+
+def read_shards(run_dir: str | Path) -> pa.Table:
+    """Every row of every shard (duplicates included), in write order; an empty table when none."""
+    tables = []
+    for p in shard_paths(run_dir):
+        try:
+            t = pq.read_table(p)
+        except (OSError, pa.ArrowInvalid) as exc:  # a corrupt shard must not take the run down
+            print(f"warning: skipping unreadable shard {p}: {exc}")
+            continue
+        tables.append(t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA))
+    return pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
+
+
+def dedupe(table: pa.Table) -> pa.Table:
+    """One row per (problem_id, method): the latest row without a pipeline error, else the latest row."""
+    rows = table.to_pylist()
+    best: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(rows):
+        key = (r["problem_id"], r["method"])
+        j = best.get(key)
+        if j is None or not r["error"] or rows[j]["error"]:
+            best[key] = i
+    keep = sorted(best.values())
+    return table.take(pa.array(keep, type=pa.int64())) if len(keep) != len(rows) else table
+
+
+def completed_keys(run_dir: str | Path, retry_errors: bool = True) -> set[tuple[str, str]]:
+    """(problem_id, method) pairs already done; with retry_errors, rows that ended in a pipeline error are not done."""
+    t = read_shards(run_dir)
+    done: set[tuple[str, str]] = set()
+    for pid, method, err in zip(t.column("problem_id").to_pylist(), t.column("method").to_pylist(),
+                                t.column("error").to_pylist(), strict=True):
+        if retry_errors and err:
+            continue
+        done.add((pid, method))
+    return done
+
+
+def merge(run_dir: str | Path) -> Path:
+    """Write run_dir/results.parquet from the shards (deduplicated); returns its path."""
+    table = dedupe(read_shards(run_dir))
+    path = Path(run_dir) / RESULTS_FILE
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def read_results(path: str | Path) -> pa.Table:
+    """results.parquet of a run (a run folder or the file itself)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_FILE
+    return pq.read_table(p)

@@ -1,0 +1,156 @@
+"""`pcr-ray summarize MULTIRUN_DIR`: merge the metrics of every run of a Hydra sweep into one table and plot.
+
+Each run folder holds metrics.json and .hydra/overrides.yaml; the overrides that differ between runs are the
+sweep axes. Writes summary.csv, summary.md, summary.json and summary.html (with the accuracy-vs-axis plot,
+beam width preferred) into the multirun folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import html
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+PREFERRED_X = ("search.beam_width", "verifier.coverage", "search.threshold", "search.k")
+
+
+def _overrides(run_dir: Path) -> dict[str, str]:
+    p = run_dir / ".hydra" / "overrides.yaml"
+    if not p.exists():
+        return {}
+    import yaml
+
+    items = yaml.safe_load(p.read_text()) or []
+    out = {}
+    for it in items:
+        k, _, v = str(it).partition("=")
+        out[k.lstrip("+~")] = v
+    return out
+
+
+def _num(v: Any) -> Any:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return v
+    return int(f) if f.is_integer() and "." not in str(v) else f
+
+
+def collect(multirun_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per (run, method) and the sweep axes (override keys whose values differ between runs)."""
+    root = Path(multirun_dir)
+    runs = sorted({p.parent for p in root.rglob("metrics.json")})
+    if not runs:
+        raise FileNotFoundError(f"no metrics.json under {root}: is it a `pcr-ray evaluate -m` output folder?")
+    ovs = {r: _overrides(r) for r in runs}
+    keys = sorted({k for o in ovs.values() for k in o})
+    axes = [k for k in keys if len({o.get(k) for o in ovs.values()}) > 1]
+    rows = []
+    for r in runs:
+        m = json.loads((r / "metrics.json").read_text())
+        for method, d in m.get("methods", {}).items():
+            row: dict[str, Any] = {"run": str(r.relative_to(root)) if r != root else ".", "method": method}
+            for k in axes:
+                row[k] = _num(ovs[r].get(k))
+            row.update({
+                "n": d["n"], "acc": d["acc"], "acc_lo": d["acc_ci95"][0], "acc_hi": d["acc_ci95"][1],
+                "silent_failure_rate": d["silent_failure_rate"],
+                "silent_failure_rate_long": d.get("silent_failure_rate_long"),
+                "silent_failure_rate_short": d.get("silent_failure_rate_short"),
+                "mean_candidates": d.get("mean_candidates"), "mean_prm_calls": d.get("mean_prm_calls"),
+                "mean_time_s": d.get("mean_time_s"),
+            })
+            rows.append(row)
+    return rows, axes
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def to_markdown(rows: Sequence[dict[str, Any]], axes: Sequence[str]) -> str:
+    """The merged table in markdown."""
+    cols = list(axes) + ["method", "n", "acc", "acc_lo", "acc_hi", "silent_failure_rate", "silent_failure_rate_long",
+                         "silent_failure_rate_short", "mean_candidates", "mean_prm_calls"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in sorted(rows, key=lambda r: tuple(str(r.get(a)) for a in axes) + (r["method"],)):
+        lines.append("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, Path]:
+    """Write summary.{csv,md,json,html} (and summary.png when an axis is numeric); returns the paths."""
+    from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
+
+    root = Path(multirun_dir)
+    rows, axes = collect(root)
+    out: dict[str, Path] = {}
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    with open(root / "summary.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    out["csv"] = root / "summary.csv"
+    md = to_markdown(rows, axes)
+    (root / "summary.md").write_text(md + "\n")
+    out["md"] = root / "summary.md"
+    (root / "summary.json").write_text(json.dumps({"axes": axes, "rows": rows}, indent=2))
+    out["json"] = root / "summary.json"
+    numeric = [a for a in axes if all(isinstance(r.get(a), (int, float)) for r in rows)]
+    x = x_key or next((k for k in PREFERRED_X if k in numeric), numeric[0] if numeric else None)
+    img = ""
+    if x is not None:
+        others = [a for a in axes if a != x]
+        pts = [{x: r[x], "method": r["method"], "acc": r["acc"],
+                "series": ",".join(f"{a.split('.')[-1]}={r.get(a)}" for a in others)} for r in rows]
+        b64 = plot_sweep(pts, x, f"Accuracy vs {x}")
+        (root / "summary.png").write_bytes(base64.b64decode(b64))
+        out["png"] = root / "summary.png"
+        img = f'<img alt="accuracy vs {html.escape(x)}" src="data:image/png;base64,{b64}">'
+    elif axes:  # only categorical axes (e.g. prm=minilm_csp,minilm_random): grouped bars over the first
+        key = axes[0]
+        pts = [{key: r[key], "method": r["method"], "acc": r["acc"]} for r in rows]
+        b64 = plot_sweep_bars(pts, key, f"Accuracy by {key}")
+        (root / "summary.png").write_bytes(base64.b64decode(b64))
+        out["png"] = root / "summary.png"
+        img = f'<img alt="accuracy by {html.escape(key)}" src="data:image/png;base64,{b64}">'
+    table = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    (root / "summary.html").write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>sweep summary</title><style>'
+        f"body{{font-family:sans-serif;margin:20px}}td,th{{border:1px solid #ccc;padding:3px 6px;font-size:12px}}"
+        f"table{{border-collapse:collapse}}</style></head><body><h1>Sweep summary: {html.escape(str(root))}</h1>"
+        f'{img}<table id="summary"><tr>{head}</tr>{table}</table></body></html>')
+    out["html"] = root / "summary.html"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: pcr-ray summarize MULTIRUN_DIR [--x KEY]."""
+    ap = argparse.ArgumentParser(prog="pcr-ray summarize", description=__doc__.splitlines()[0])
+    ap.add_argument("multirun_dir", help="the folder a `pcr-ray evaluate -m ...` sweep wrote")
+    ap.add_argument("--x", default=None, help="the swept key for the plot's x axis (default: beam width if swept)")
+    args = ap.parse_args(argv)
+    try:
+        paths = summarize(args.multirun_dir, args.x)
+    except FileNotFoundError as exc:
+        print(f"pcr-ray summarize: {exc}", file=sys.stderr)
+        return 2
+    print(paths["md"].read_text())
+    for k, p in paths.items():
+        print(f"{k}: {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

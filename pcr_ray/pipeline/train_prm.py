@@ -1,0 +1,230 @@
+"""`pcr-ray train-prm`: the PRM training loop (pcr_ray.prm.train_loop) on Ray Train's TorchTrainer.
+
+Pairs are read with ray.data.read_parquet from make-pairs' output, filtered to the PRM's kinds (CSP pairs for
+the NS-PRM, random perturbations for the conventional PRM), and streamed to the workers with
+`ray.train.get_dataset_shard`. ScalingConfig(num_workers, use_gpu) comes from the config, so the same command
+runs with 1 CPU worker here and N GPU workers on a cluster. Every epoch reports metrics with a checkpoint;
+rerunning with the same run_name and storage_path resumes from the latest one. The final PRM checkpoint is
+exported to `output` (default: cache_dir()/prm/<kind>, where the demo and evaluate look).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.config import cache_dir
+from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
+from pcr_ray.prm.base import META_FILE
+from pcr_ray.prm.pairs import KIND_GROUPS
+
+CONFIG_NAME = "train_prm"
+# torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads
+WORKER_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+TRAIN_COLUMNS = ["problem_id", "kind", "t", "context", "pos_step", "neg_step"]
+
+
+class RaySession:
+    """LoopSession over ray.train: dataset shards, DDP via prepare_model, report with checkpoints."""
+
+    def __init__(self, seed: int, shuffle_buffer: int) -> None:
+        import ray.train
+
+        ctx = ray.train.get_context()
+        self.world_rank = ctx.get_world_rank()
+        self.world_size = ctx.get_world_size()
+        self.seed = seed
+        self.shuffle_buffer = shuffle_buffer
+
+    def train_batches(self, epoch: int, batch_size: int) -> Iterator[Any]:
+        import ray.train
+
+        shard = ray.train.get_dataset_shard("train")
+        yield from shard.iter_batches(batch_size=batch_size, batch_format="numpy",
+                                      local_shuffle_buffer_size=self.shuffle_buffer or None,
+                                      local_shuffle_seed=self.seed * 1000 + epoch if self.shuffle_buffer else None)
+
+    def val_batches(self, batch_size: int) -> Iterator[Any]:
+        import ray.train
+
+        shard = ray.train.get_dataset_shard("validation")
+        if shard is None:
+            return
+        yield from shard.iter_batches(batch_size=batch_size, batch_format="numpy")
+
+    def prepare_model(self, model: Any) -> Any:
+        from ray.train.torch import prepare_model
+
+        return prepare_model(model)
+
+    def device(self) -> Any:
+        from ray.train.torch import get_device
+
+        return get_device()
+
+    def all_reduce_sum(self, values: list[float]) -> list[float]:
+        import torch
+        import torch.distributed as dist
+
+        if self.world_size <= 1 or not dist.is_initialized():
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self.device())
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return [float(x) for x in t.cpu().tolist()]
+
+    @contextlib.contextmanager
+    def latest_checkpoint(self) -> Iterator[Path | None]:
+        import ray.train
+
+        ck = ray.train.get_checkpoint()
+        if ck is None:
+            yield None
+            return
+        with ck.as_directory() as d:
+            yield Path(d)
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path | None) -> None:
+        import ray.train
+
+        ck = ray.train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir is not None else None
+        ray.train.report(metrics, checkpoint=ck)
+
+
+def ray_train_loop(config: dict[str, Any]) -> None:
+    """train_loop_per_worker: the shared loop over a RaySession."""
+    from pcr_ray.prm.train_loop import TrainConfig, train_loop
+
+    cfg = TrainConfig.from_dict(config["train"])
+    train_loop(cfg, RaySession(cfg.seed, int(config.get("shuffle_buffer", 0))))
+
+
+def _rank_batch(batch: Any, seed: int) -> Any:
+    keys = (batch["problem_id"].astype(str) + "|" + batch["t"].astype(str) + "|" + batch["kind"].astype(str) + "|"
+            + batch["neg_step"].astype(str))
+    batch = batch.copy()
+    batch["rank"] = [hashlib.sha1(f"{seed}|{k}".encode()).hexdigest() for k in keys]
+    return batch
+
+
+def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...], limit: int = 0, seed: int = 0) -> Any:
+    """A Ray Dataset of the pairs of one split and kinds; `limit` > 0 keeps a deterministic hash-ranked subset."""
+    import ray
+
+    path = Path(pairs_dir) / split
+    if not path.exists():
+        raise FileNotFoundError(f"no pairs at {path}; run `pcr-ray make-pairs` first (or set pairs_dir=...)")
+    ds = ray.data.read_parquet(str(path), columns=TRAIN_COLUMNS)
+    wanted = set(kinds)
+    ds = ds.map_batches(lambda b: b[b["kind"].isin(wanted)], batch_format="pandas")
+    if limit and limit > 0:
+        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed}, batch_format="pandas").sort("rank").limit(limit)
+        ds = ds.drop_columns(["rank"])
+    return ds
+
+
+def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
+    from ray.train import CheckpointConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    t0 = time.perf_counter()
+    prm = dict(cfg.get("prm") or {})
+    kind = str(prm.get("kind", "csp"))
+    if kind not in KIND_GROUPS:
+        raise ValueError(f"prm.kind must be one of {sorted(KIND_GROUPS)}, got {kind!r}")
+    kinds = tuple(cfg.get("kinds") or KIND_GROUPS[kind])
+    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
+    output = Path(str(cfg.get("output") or (cache_dir() / "prm" / kind))).expanduser().resolve()
+    storage = Path(str(cfg.get("storage_path") or (cache_dir() / "ray_train"))).expanduser().resolve()
+    run_name = str(cfg.get("run_name") or f"prm-{kind}")
+    scaling = dict(cfg.get("scaling") or {})
+    tcfg = dict(cfg.get("train") or {})
+    seed = int(tcfg.get("seed", 0))
+    for split in ("train", "validation"):
+        if not (pairs_dir / split).exists():
+            raise FileNotFoundError(f"no pairs at {pairs_dir / split}; run `pcr-ray make-pairs` first "
+                                    f"(or set pairs_dir=...)")
+    if not cfg.get("resume", True):
+        shutil.rmtree(storage / run_name, ignore_errors=True)
+
+    _init_ray(cfg.get("ray"))
+    train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg.get("limit_train") or 0), seed).materialize()
+    val_ds = load_pairs_dataset(pairs_dir, "validation", kinds, int(cfg.get("limit_val") or 0), seed).materialize()
+    n_train, n_val = train_ds.count(), val_ds.count()
+    if n_train == 0:
+        raise ValueError(f"no {kind} training pairs (kinds {list(kinds)}) in {pairs_dir}/train")
+    cpus = float(scaling.get("cpus_per_worker", 1))
+    train_cfg = {
+        "backbone": prm.get("backbone", "minilm"), "pooling": prm.get("pooling", "mean"),
+        "dropout": float(prm.get("dropout", 0.1)), "max_length": int(prm.get("max_length", 160)), "kind": kind,
+        **tcfg, "n_train": int(n_train),
+    }
+    if not train_cfg.get("torch_threads") and not scaling.get("use_gpu"):
+        train_cfg["torch_threads"] = max(1, int(cpus))
+    print(f"[train-prm] {kind} PRM: {n_train} train / {n_val} validation pairs (kinds {list(kinds)}), "
+          f"{scaling.get('num_workers', 1)} worker(s), backbone {train_cfg['backbone']}", flush=True)
+    trainer = TorchTrainer(
+        ray_train_loop,
+        train_loop_config={"train": train_cfg, "shuffle_buffer": int(cfg.get("shuffle_buffer", 2048))},
+        scaling_config=ScalingConfig(num_workers=int(scaling.get("num_workers", 1)),
+                                     use_gpu=bool(scaling.get("use_gpu", False)),
+                                     resources_per_worker={"CPU": cpus,
+                                                           **({"GPU": 1} if scaling.get("use_gpu") else {})}),
+        run_config=RunConfig(name=run_name, storage_path=str(storage),
+                             checkpoint_config=CheckpointConfig(num_to_keep=int(cfg.get("keep_checkpoints", 2))),
+                             worker_runtime_env={"env_vars": dict(WORKER_ENV)}),
+        datasets={"train": train_ds, "validation": val_ds},
+    )
+    result = trainer.fit()
+    if result.checkpoint is None:
+        raise RuntimeError(f"training reported no checkpoint (error: {result.error})")
+    with result.checkpoint.as_directory() as d:
+        src = Path(d) / "prm"
+        if not (src / META_FILE).exists():
+            raise RuntimeError(f"the last Ray Train checkpoint {d} holds no PRM")
+        tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(src, tmp)
+    old = output.parent / f".{output.name}.old-{os.getpid()}"
+    if output.exists():
+        output.rename(old)
+    tmp.rename(output)
+    shutil.rmtree(old, ignore_errors=True)
+    meta = json.loads((output / META_FILE).read_text())
+    history = meta.get("train", {}).get("history", [])
+    for h in history:
+        print(f"[train-prm] epoch {h['epoch'] + 1}: train_loss {h['train_loss']:.4f}  val_pairwise_acc "
+              f"{h['val_pairwise_acc']:.4f}  val_loss {h['val_loss']:.4f}  ({h['train_pairs']} pairs, "
+              f"{h['epoch_seconds']}s)", flush=True)
+    summary = {"checkpoint": str(output), "kind": kind, "train_pairs": int(n_train), "val_pairs": int(n_val),
+               "metrics": dict(result.metrics or {}), "history": history, "run_dir": str(storage / run_name),
+               "seconds": round(time.perf_counter() - t0, 1)}
+    print(f"[train-prm] checkpoint: {output} ({summary['seconds']}s)", flush=True)
+    return summary
+
+
+USAGE = """usage: pcr-ray train-prm [key=value ...]
+
+Train the PRM (cross-encoder, pairwise loss) with Ray Train on make-pairs' parquet output.
+e.g.  pcr-ray train-prm                                   # NS-PRM (CSP pairs), MiniLM, 1 CPU worker
+      pcr-ray train-prm prm=minilm_random                 # conventional PRM (random perturbations)
+      pcr-ray train-prm prm=deberta_v3_base scaling.num_workers=4 scaling.use_gpu=true
+Rerunning with the same run_name resumes from the last epoch checkpoint (resume=false starts over)."""
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `pcr-ray train-prm`."""
+    return hydra_main(CONFIG_NAME, argv, train_prm, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,138 @@
+"""Where PRM checkpoints live, and a quick in-process CPU training when the one asked for is missing.
+
+`ensure_checkpoint(kind)` is what the demo and the evaluation pipeline call: it returns cache_dir()/prm/<kind>
+when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a seed
+disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget
+(a few minutes on 2 cores). A file lock keeps concurrent callers from training twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.config import cache_dir
+from pcr_ray.prm.base import META_FILE, PRM_KINDS
+
+# problems for the quick training: physics with seeds far from the evaluation sets' (0, 1, ...), GSM8K train
+DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
+    {"name": "physics", "kwargs": {"n": 800, "seed": 7919}},
+    {"name": "gsm8k_train", "limit": 600},
+)
+
+
+def default_checkpoint_dir(kind: str = "csp") -> Path:
+    """cache_dir()/prm/<kind>."""
+    _check_kind(kind)
+    return cache_dir() / "prm" / kind
+
+
+def find_checkpoint(kind: str = "csp") -> Path | None:
+    """The cached checkpoint folder of `kind`, or None when there is none."""
+    p = default_checkpoint_dir(kind)
+    return p if (p / META_FILE).exists() else None
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in PRM_KINDS:
+        raise ValueError(f"PRM kind must be one of {PRM_KINDS}, got {kind!r}")
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def load_problems(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Problem rows (Problem.to_dict()) with gold traces from named data sets; sources that are absent are skipped."""
+    from pcr_ray.data.readers import load_dataset
+
+    rows: list[dict[str, Any]] = []
+    for src in sources:
+        try:
+            probs = load_dataset(str(src["name"]), src.get("data_dir"), limit=src.get("limit"),
+                                 **dict(src.get("kwargs") or {}))
+        except (ImportError, FileNotFoundError) as exc:
+            print(f"[prm] skipping source {src['name']}: {exc}", file=sys.stderr)
+            continue
+        rows.extend(p.to_dict() for p in probs if p.gold_trace)
+    return rows
+
+
+def _rank(row: Mapping[str, Any], seed: int) -> str:
+    key = f"{seed}|{row['problem_id']}|{row['t']}|{row['kind']}|{row['neg_step']}"
+    return hashlib.sha1(key.encode()).hexdigest()
+
+
+def select_pairs(rows: Sequence[Mapping[str, Any]], n: int, seed: int = 0) -> list[Mapping[str, Any]]:
+    """A deterministic, order-independent subset of n rows (hash ranking), returned in ranked order."""
+    ranked = sorted(rows, key=lambda r: _rank(r, seed))
+    return ranked[:n] if n > 0 else ranked
+
+
+def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 2, val_pairs: int = 200,
+                      max_seconds: float = 210.0, seed: int = 0, backbone: str = "minilm",
+                      sources: Sequence[Mapping[str, Any]] | None = None, force: bool = False,
+                      train_overrides: Mapping[str, Any] | None = None) -> Path:
+    """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
+
+    budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
+    epochs, stopping after max_seconds of training; defaults fit in about 4 minutes on 2 cores.
+    """
+    from pcr_ray.prm.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
+    from pcr_ray.prm.train_loop import TrainConfig, train_local
+
+    _check_kind(kind)
+    dest = default_checkpoint_dir(kind)
+    if not force and find_checkpoint(kind):
+        return dest
+    with _lock(dest.parent / f".{kind}.lock"):
+        if not force and find_checkpoint(kind):
+            return dest  # another process trained it while we waited
+        t0 = time.perf_counter()
+        problems = load_problems(sources if sources is not None else DEFAULT_SOURCES)
+        if not problems:
+            raise RuntimeError("no problems with gold traces to make PRM training pairs from "
+                               "(physics generator or GSM8K data needed)")
+        rows = pairs_from_problems(problems, PairConfig(kinds=KIND_GROUPS[kind], seed=seed))
+        train = select_pairs([r for r in rows if r["split"] == "train"], budget_pairs, seed)
+        val = select_pairs([r for r in rows if r["split"] == "validation"], val_pairs, seed)
+        if not train:
+            raise RuntimeError(f"no {kind} training pairs from {len(problems)} problems")
+        print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
+              f"problems ({time.perf_counter() - t0:.1f}s to make pairs)", file=sys.stderr, flush=True)
+        cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
+                                     "max_seconds": max_seconds, "n_train": len(train),
+                                     **dict(train_overrides or {})})
+        run_dir = dest.parent / f".run_{kind}_{os.getpid()}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        try:
+            metrics, final = train_local(train, val, run_dir, cfg)
+            tmp = dest.parent / f".tmp_{kind}_{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(final, tmp)
+            old = dest.parent / f".old_{kind}_{os.getpid()}"
+            if dest.exists():
+                dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        acc = metrics.get("val_pairwise_acc", float("nan"))
+        print(f"[prm] {kind} PRM ready at {dest} (val pairwise acc {acc:.3f}, {time.perf_counter() - t0:.0f}s)",
+              file=sys.stderr, flush=True)
+        return dest

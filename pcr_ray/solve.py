@@ -1,0 +1,159 @@
+"""`pcr-ray solve "TEXT" [overrides]`: one problem, the configured generator and method, the trace printed.
+
+    pcr-ray solve "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
+    pcr-ray solve "..." generator=enumerate method=prm_only search.beam_width=8
+    pcr-ray solve "..." generator=llamacpp method=pyexec
+
+Prints the givens, every step of the chosen trace with its verifier verdict and PRM score, and a last line
+`answer: VALUE UNIT`. Exit status 0 when an answer was found, 1 when not, 2 on bad input.
+Callable as a function: `solve(text, cfg)` returns (SearchResult, printed text).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pcr_ray.config import conf_dir
+from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, target_unit_of
+
+SEARCH_METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
+
+
+def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The solve config (conf/solve.yaml + overrides) as a plain dict, via Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = hydra_compose("solve", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:
+    """PRMScorer for prm.checkpoint, else the cached checkpoint of prm.kind (trained on first use)."""
+    from pathlib import Path
+
+    from pcr_ray.prm.checkpoints import ensure_checkpoint, find_checkpoint
+    from pcr_ray.prm.scorer import PRMScorer
+
+    ck = prm_cfg.get("checkpoint")
+    kind = str(prm_cfg.get("kind", "csp"))
+    if ck:
+        path = Path(ck)
+        if not path.exists():
+            raise FileNotFoundError(f"prm.checkpoint {ck} does not exist")
+    else:
+        path = find_checkpoint(kind) or ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
+    return PRMScorer.from_checkpoint(path, device=str(prm_cfg.get("device", "cpu")),
+                                     int8=bool(prm_cfg.get("int8", False)),
+                                     max_batch=int(prm_cfg.get("max_batch", 64)),
+                                     max_length=int(prm_cfg.get("max_length", 256)))
+
+
+def make_problem(text: str, cfg: Mapping[str, Any], generator: Any = None) -> SearchProblem:
+    """Givens and target of a free text via the configured extractor (rule-based or the LLM one)."""
+    from pcr_ray.generators.givens_llm import build_extractor
+
+    ex_cfg = dict(cfg.get("givens") or {"kind": "rule"})
+    extractor = build_extractor(ex_cfg, generator if ex_cfg.get("kind") == "llm" and ex_cfg.get(
+        "reuse_generator") else None)
+    ex = extractor.extract(text)
+    target = cfg.get("target_unit") or target_unit_of(ex.target)
+    return SearchProblem("solve", text, ex.givens, target or "", givens_source=str(ex_cfg.get("kind", "rule")))
+
+
+def _fmt(x: float | None) -> str:
+    return "?" if x is None else f"{x:.6g}"
+
+
+def format_result(problem: SearchProblem, res: SearchResult, *, show_candidates: bool = False) -> str:
+    """The printed report: givens, target, steps with verdicts and scores, stats, and the answer line."""
+    lines = [f"problem: {problem.text.strip()}",
+             "givens: " + ("; ".join(f"{g.name} = {_fmt(g.value)} {g.unit}" + (f" ({g.desc})" if g.desc else "")
+                                     for g in problem.givens) or "(none found)"),
+             f"asked unit: {problem.target_unit or '(unknown)'}",
+             f"method: {res.method}"]
+    if show_candidates and res.candidates:
+        lines.append("candidates:")
+        for c in res.candidates:
+            score = "" if c.get("score") is None else f"  PRM {c['score']:.3f}"
+            lines.append(f"  it{c.get('iter', 0)} b{c.get('beam', 0)} {c.get('kind', '')}: {c.get('verdict', '')}"
+                         f"{score}  {c.get('candidate', '')[:160]}")
+    for i, s in enumerate(res.steps, 1):
+        score = "-" if s.get("score") is None else f"{s['score']:.3f}"
+        lines.append(f"[{i}] {s['step']}   verdict: {s['verdict']}   PRM: {score}")
+    if res.trace and res.trace.get("answer"):
+        a = res.trace["answer"][0]
+        lines.append(f"declared answer: {a['name']} [{a['unit']}]   final check: "
+                     f"{'ok' if res.trace_ok else '; '.join(res.final_diagnostics) or 'failed'}")
+    lines.append(f"stats: {res.n_proposed} proposed, {res.n_parsed} parsed, {res.n_verified} verified, "
+                 f"{res.n_scored} scored ({res.n_prm_calls} PRM calls); {res.retries} retries, {res.backtracks} "
+                 f"backtracks; {res.wall_s:.2f} s; stop: {res.stop_reason}" + (f"; error: {res.error}" if res.error
+                                                                              else ""))
+    if res.answer_value is None:
+        lines.append("answer: none")
+    else:
+        lines.append(f"answer: {_fmt(res.answer_value)} {res.answer_unit}".rstrip())
+    return "\n".join(lines)
+
+
+def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: Any = None,
+          ) -> tuple[SearchResult, str]:
+    """Solve one problem text with the config (compose() output); returns the result and the printed text."""
+    from pcr_ray.generators.base import build_generator
+
+    if not text or not text.strip():
+        raise ValueError("the problem text is empty")
+    method = dict(cfg.get("method") or {"name": "nsprm"})
+    name = str(method.get("name", "nsprm"))
+    gen = generator if generator is not None else build_generator(dict(cfg["generator"]))
+    problem = make_problem(text, cfg, gen)
+    if name in ("direct", "pyexec"):
+        from pcr_ray.baselines import run_baseline
+
+        res = run_baseline(name, [problem], gen, dict(method.get("baseline") or {}))[0]
+    elif name in SEARCH_METHODS:
+        scfg = SearchConfig.from_dict({**dict(cfg.get("search") or {}), **dict(method.get("search") or {}),
+                                       "method": name, "log_candidates": bool(cfg.get("show_candidates", False))})
+        sc = scorer if scorer is not None or not scfg.uses_prm else load_scorer(dict(cfg.get("prm") or {}))
+        from pcr_ray.search import run_search
+
+        res = run_search([problem], gen, sc, scfg)[0]
+    else:
+        raise ValueError(f"unknown method {name!r}; expected one of {SEARCH_METHODS + ('direct', 'pyexec')}")
+    return res, format_result(problem, res, show_candidates=bool(cfg.get("show_candidates", False)))
+
+
+def main(argv: list[str]) -> int:
+    """`pcr-ray solve "TEXT" [key=value ...]`."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    text, overrides = argv[0], list(argv[1:])
+    if "=" in text.split(" ")[0] and len(text.split()) == 1:
+        print("pcr-ray solve: the first argument is the problem text (quote it), then key=value overrides",
+              file=sys.stderr)
+        return 2
+    try:
+        cfg = compose(overrides)
+        res, report = solve(text, cfg)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"pcr-ray solve: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # Hydra override errors and the like: one clear line, no traceback
+        if type(exc).__module__.startswith(("hydra", "omegaconf")):
+            print(f"pcr-ray solve: bad override: {exc}".splitlines()[0], file=sys.stderr)
+            return 2
+        raise
+    print(report)
+    return 0 if res.answer_value is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,182 @@
+"""Generators: the enumerator's rules, request schemas and prompts, and the vLLM adapter's pure parts."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from pcr_ray.generators.base import ProposalRequest, build_generator, uses_feedback
+from pcr_ray.generators.enumerate import EnumeratorGenerator
+from pcr_ray.generators.llm_common import build_call, prompt_ops, sample_seeds
+from pcr_ray.generators.prompts import messages_for, op_lines, step_messages
+from pcr_ray.generators.schema import extract_code, extract_json, request_schema, visible_vars
+from pcr_ray.primitives import REGISTRY
+from pcr_ray.trace import Given, Out, Step, parse_step, step_json_schema
+from pcr_ray.verifier import VerifierState, verify_step
+
+CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
+CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))
+
+
+def _req(**kw) -> ProposalRequest:
+    base = {"problem_id": "car", "problem_text": CAR, "givens": CAR_GIVENS, "target_unit": "m"}
+    return ProposalRequest(**{**base, **kw})
+
+
+def _steps(cands: list[str]) -> list[dict]:
+    return [json.loads(c) for c in cands if "op" in json.loads(c)]
+
+
+def test_request_validation_and_build_generator() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        ProposalRequest("p", "t", mode="poem")
+    with pytest.raises(ValueError, match="k must"):
+        ProposalRequest("p", "t", k=0)
+    r = ProposalRequest("p", "t", givens=list(CAR_GIVENS), feedback=["x"])
+    assert isinstance(r.givens, tuple) and r.feedback == ("x",)
+    with pytest.raises(ValueError, match="unknown generator kind"):
+        build_generator({"kind": "gpt5"})
+    with pytest.raises(ValueError, match="unknown enumerator option"):
+        build_generator({"kind": "enumerate", "capp": 3})
+    gen = build_generator({"kind": "enumerate", "cap": 16})
+    assert isinstance(gen, EnumeratorGenerator) and gen.cap == 16 and not uses_feedback(gen)
+
+
+def test_typed_enumeration_is_dimension_valid_and_contains_the_formula() -> None:
+    gen = EnumeratorGenerator(cap=10_000)
+    cands = gen.propose([_req()])[0]
+    steps = _steps(cands)
+    assert any(s["op"] == "kin_displacement" and s["args"] == {"v0": "v0", "a": "a", "t": "t"} for s in steps)
+    state, _ = VerifierState.from_givens(CAR_GIVENS)
+    codes = set()
+    for s in steps:
+        chk = verify_step(state, s)
+        if not chk.ok:
+            codes.add(chk.diagnostic.code)
+    # typed candidates never break a dimension rule; only value-domain problems can remain
+    assert codes <= {"domain_error"}, codes
+    validators: dict[str, jsonschema.Draft202012Validator] = {}
+    for c in cands:  # each candidate against the schema of its own op (the full anyOf is slow to search)
+        obj = json.loads(c)
+        key = obj.get("op", "answer")
+        if key not in validators:
+            validators[key] = jsonschema.Draft202012Validator(step_json_schema([key] if key != "answer" else []))
+        validators[key].validate(obj)
+
+
+def test_enumeration_is_deterministic_and_capped_with_seeded_sampling() -> None:
+    full = EnumeratorGenerator(cap=10_000).propose([_req()])[0]
+    again = EnumeratorGenerator(cap=10_000).propose([_req()])[0]
+    assert full == again
+    capped = EnumeratorGenerator(cap=10, seed=0).propose([_req()])[0]
+    other = EnumeratorGenerator(cap=10, seed=1).propose([_req()])[0]
+    assert len(capped) == 10 and len(other) == 10
+    assert capped[:5] == full[:5] == other[:5]  # the head of the cap is the priority order
+    assert set(capped) <= set(full) and capped != other  # the tail is a seeded sample of the rest
+
+
+def test_unused_variables_come_first() -> None:
+    s0 = Step("mul", {"x": "a", "y": "t"}, Out("v1", "m/s"), 10.0)
+    cands = EnumeratorGenerator(cap=10_000).propose([_req(steps=(s0,))])[0]
+    first = _steps(cands)[0]
+    used = {"a", "t"}
+    assert any(isinstance(v, str) and v not in used for v in first["args"].values())
+
+
+def test_type_blind_is_a_superset_with_unit_errors() -> None:
+    typed = _steps(EnumeratorGenerator(cap=100_000).propose([_req()])[0])
+    blind = _steps(EnumeratorGenerator(cap=100_000, typed=False).propose([_req()])[0])
+    key = lambda s: (s["op"], json.dumps(s["args"], sort_keys=True))  # noqa: E731
+    assert {key(s) for s in typed} < {key(s) for s in blind}
+    state, _ = VerifierState.from_givens(CAR_GIVENS)
+    codes = {verify_step(state, s).diagnostic.code for s in blind if not verify_step(state, s).ok}
+    assert "unit_mismatch" in codes or "wrong_out_unit" in codes
+
+
+def test_answer_declarations_need_the_target_dimension_and_coverage() -> None:
+    d = Step("kin_displacement", {"v0": "v0", "a": "a", "t": "t"}, Out("d1", "m"), 25.0)
+    v = Step("mul", {"x": "a", "y": "t"}, Out("v1", "m/s"), 10.0)
+    assert [c for c in EnumeratorGenerator().propose([_req(steps=(v,))])[0] if "answer" in c] == []
+    cands = EnumeratorGenerator().propose([_req(steps=(v, d))])[0]
+    assert json.loads(cands[0]) == {"answer": [{"name": "d1", "unit": "m"}]}
+    # coverage 'all': d2 = v0 * t uses only t among the nonzero givens -> not offered
+    d2 = Step("distance_speed_time", {"v": "v0", "t": "t"}, Out("d2", "m"), 0.0)
+    all_cov = EnumeratorGenerator(answer_coverage="all").propose([_req(steps=(d2,))])[0]
+    assert not any("answer" in c for c in all_cov)
+    assert any("answer" in c for c in EnumeratorGenerator(answer_coverage="any").propose([_req(steps=(d2,))])[0])
+
+
+def test_constants_are_offered_when_useful() -> None:
+    text = "A stone is dropped from a height of 20 m. How fast is it moving when it lands?"
+    req = ProposalRequest("fall", text, (Given("h", 20, "m"),), target_unit="m/s")
+    steps = _steps(EnumeratorGenerator().propose([req])[0])
+    assert {"op": "const", "args": {"name": "g"}, "out": {"name": "a1", "unit": "m/s^2"}} in steps
+    g = Step("const", {"name": "g"}, Out("g", "m/s^2"), 9.80665)
+    again = _steps(EnumeratorGenerator().propose([ProposalRequest("fall", text, req.givens, (g,),
+                                                                  target_unit="m/s")])[0])
+    assert not any(s["op"] == "const" and s["args"]["name"] == "g" for s in again)
+    assert any(s["op"] == "free_fall_velocity" for s in again)
+
+
+def test_full_mode_rollouts_and_unsupported_modes() -> None:
+    outs = EnumeratorGenerator().propose([_req(mode="full", k=4)])[0]
+    assert len(outs) == 4
+    for o in outs:
+        obj = json.loads(o)
+        assert set(obj) == {"steps", "answer"}
+        for i, s in enumerate(obj["steps"]):
+            assert parse_step(s, i) is not None
+    with pytest.raises(ValueError, match="not mode 'python'"):
+        EnumeratorGenerator().propose([_req(mode="python")])
+
+
+def test_request_schema_narrows_ops_and_names() -> None:
+    variables = visible_vars(CAR_GIVENS, ())
+    sch = request_schema(variables, level="names", ops=["kin_displacement", "mul", "boyle_v2"])
+    ops = [a["properties"]["op"]["const"] for a in sch["anyOf"] if "op" in a["properties"]]
+    assert ops == ["kin_displacement", "mul"]  # boyle_v2 needs pressures and volumes: not satisfiable here
+    good = {"op": "mul", "args": {"x": "a", "y": "t"}, "out": {"name": "v", "unit": "m/s"}}
+    jsonschema.validate(good, sch)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "args": {"x": "a", "y": "zz"}}, sch)  # not a defined variable
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"answer": [{"name": "a", "unit": "m"}, {"name": "t", "unit": "s"}]}, sch)
+    with pytest.raises(ValueError, match="schema level"):
+        request_schema(variables, level="everything")
+
+
+def test_prompts_list_registry_ops_and_carry_feedback() -> None:
+    ops = prompt_ops(_req())
+    assert "kin_displacement" in ops and "mul" in ops and "boyle_v2" not in ops
+    msgs = step_messages(_req(feedback=("step 0: unit_mismatch: add: 'y' and 'x' must have the same dimension",)),
+                         ops)
+    text = "\n".join(m["content"] for m in msgs)
+    assert REGISTRY["kin_displacement"].signature() in text
+    assert "unit_mismatch" in msgs[-1]["content"] and "rejected by the verifier" in msgs[-1]["content"]
+    assert len(op_lines(ops)) == len(ops)
+    for mode in ("full", "python", "direct", "givens"):
+        m = messages_for(_req(mode=mode), ops)
+        assert m[0]["role"] == "system" and CAR in m[-1]["content"]
+
+
+def test_build_call_schema_matches_prompt_and_seeds_are_stable() -> None:
+    call = build_call(_req(k=3))
+    ops_in_schema = sorted(a["properties"]["op"]["const"] for a in call.schema["anyOf"] if "op" in a["properties"])
+    assert ops_in_schema == sorted(call.ops)
+    assert len(set(call.seeds)) == 3 and call.seeds == sample_seeds(_req(k=3), 0)
+    assert sample_seeds(_req(k=3, feedback=("x",)), 0) != call.seeds  # a retry samples anew
+    assert build_call(_req(mode="python")).schema is None
+    full = build_call(_req(mode="full")).schema
+    jsonschema.validate({"steps": [{"op": "mul", "args": {"x": "a", "y": "t"}, "out": {"name": "v", "unit": "m/s"}}],
+                         "answer": [{"name": "v", "unit": "m/s"}]}, full)
+
+
+def test_extract_json_and_code() -> None:
+    assert extract_json('noise {"a": 1} trailing') == {"a": 1}
+    assert extract_json('```json\n{"b": [1, 2]}\n```') == {"b": [1, 2]}
+    with pytest.raises(ValueError):
+        extract_json("no braces here")
+    assert extract_code("Here:\n```python\nprint(1)\n```\nDone") == "print(1)"
+    assert extract_code("print(2)") == "print(2)"

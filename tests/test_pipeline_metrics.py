@@ -1,0 +1,145 @@
+"""Pure parts of the evaluation pipeline: result shards and resume keys, error classification, metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from pcr_ray.pipeline.metrics import (
+    classify_error,
+    compare_with_gold,
+    compute_metrics,
+    horizon_of,
+    is_unit_slip,
+    markdown_table,
+    wilson,
+)
+from pcr_ray.pipeline.results import (
+    RESULT_SCHEMA,
+    ShardWriter,
+    completed_keys,
+    merge,
+    normalize_record,
+    read_results,
+    read_shards,
+)
+
+GIVENS = [{"name": "a", "value": 3, "unit": "dimensionless"}, {"name": "b", "value": 4, "unit": "dimensionless"},
+          {"name": "c", "value": 10, "unit": "dimensionless"}]
+
+
+def step(op: str, out: str, **args: str) -> dict:
+    return {"op": op, "args": args, "out": {"name": out, "unit": "dimensionless"}}
+
+
+GOLD = {"givens": GIVENS, "steps": [step("mul", "p", x="a", y="b"), step("add", "q", x="p", y="c")],
+        "answer": [{"name": "q", "unit": "dimensionless"}]}  # 3*4 + 10 = 22
+
+
+def wrong_row(trace: dict | None, value: float, **kw) -> dict:
+    return {"correct": False, "answered": True, "error": "", "stop_reason": "answered", "answer_value": value,
+            "gold_value": 22.0, "trace_json": json.dumps(trace) if trace else "", **kw}
+
+
+def test_formula_misuse_is_a_different_op_at_the_first_divergent_step():
+    pred = {**GOLD, "steps": [step("add", "p", x="a", y="b"), step("add", "q", x="p", y="c")]}  # 3+4+10
+    kind, detail = classify_error(wrong_row(pred, 17.0), GOLD)
+    assert kind == "formula_misuse"
+    assert "add" in detail and "mul" in detail
+
+
+def test_wrong_variable_is_the_same_op_on_other_quantities():
+    pred = {**GOLD, "steps": [step("mul", "p", x="a", y="c"), step("add", "q", x="p", y="b")]}  # 30+4
+    assert classify_error(wrong_row(pred, 34.0), GOLD)[0] == "wrong_variable"
+
+
+def test_on_track_steps_but_answering_an_intermediate_is_a_wrong_variable():
+    pred = {**GOLD, "steps": [step("mul", "p", x="a", y="b")], "answer": [{"name": "p", "unit": "dimensionless"}]}
+    kind, detail = compare_with_gold(pred, GOLD)
+    assert kind == "wrong_variable" and "every step" in detail
+
+
+def test_rejected_trace_is_classified_by_its_diagnostic():
+    bad_unit = {"givens": [{"name": "d", "value": 3, "unit": "m"}, {"name": "t", "value": 2, "unit": "s"}],
+                "steps": [{"op": "add", "args": {"x": "d", "y": "t"}, "out": {"name": "z", "unit": "m"}}],
+                "answer": [{"name": "z", "unit": "m"}]}
+    assert classify_error(wrong_row(bad_unit, 5.0), None)[0] == "unit"
+    bad_arith = {**GOLD, "steps": [{**step("mul", "p", x="a", y="b"), "value": 13}, step("add", "q", x="p", y="c")]}
+    assert classify_error(wrong_row(bad_arith, 23.0), GOLD)[0] == "arithmetic"
+
+
+def test_unit_slip_no_answer_parse_and_correct():
+    assert is_unit_slip(22000.0, 22.0) and is_unit_slip(22 / 3.6, 22.0) and not is_unit_slip(23.0, 22.0)
+    assert classify_error(wrong_row(None, 22000.0), None)[0] == "unit"
+    assert classify_error({"correct": False, "answered": False, "stop_reason": "dead_end"}, GOLD)[0] == "no_answer"
+    assert classify_error({"correct": False, "answered": False, "stop_reason": "parse_error"}, None)[0] == "parse"
+    assert classify_error({"correct": True}, GOLD) == ("", "")
+    assert classify_error(wrong_row(None, 23.0), None)[0] == "unattributed"
+    assert classify_error({"correct": False, "error": "RayActorError: boom"}, None)[0] == "pipeline_error"
+
+
+def test_horizon_and_wilson():
+    assert horizon_of(None) == "unknown" and horizon_of(4) == "short" and horizon_of(5) == "long"
+    lo, hi = wilson(5, 10)
+    assert lo < 0.5 < hi and 0.18 < lo < 0.25
+    assert wilson(0, 0) == (0.0, 0.0)
+
+
+def _row(pid: str, method: str, correct: bool, answered: bool, horizon: str, **kw) -> dict:
+    return {"problem_id": pid, "method": method, "correct": correct, "answered": answered, "horizon": horizon,
+            "silent_failure": answered and not correct, "error_type": "" if correct else
+            ("no_answer" if not answered else "unit"), "candidates": 10, "prm_calls": 2, "source": "physics", **kw}
+
+
+def test_compute_metrics_counts_accuracy_silent_failures_by_horizon():
+    rows = [_row("p1", "nsprm", True, True, "short"), _row("p2", "nsprm", False, True, "long"),
+            _row("p3", "nsprm", False, False, "long"), _row("p4", "nsprm", True, True, "short"),
+            _row("p1", "greedy", False, True, "short"), _row("p2", "greedy", False, True, "long"),
+            _row("p3", "greedy", True, True, "long"), _row("p4", "greedy", False, True, "short")]
+    m = compute_metrics(rows, ["greedy", "nsprm"])
+    assert list(m["methods"]) == ["greedy", "nsprm"]
+    ns = m["methods"]["nsprm"]
+    assert ns["n"] == 4 and ns["acc"] == 0.5 and ns["silent_failures"] == 1
+    assert ns["silent_failure_rate_long"] == 0.5 and ns["silent_failure_rate_short"] == 0.0
+    assert ns["error_types"]["unit"] == 1 and ns["error_types"]["no_answer"] == 1
+    g = m["methods"]["greedy"]
+    assert g["acc"] == 0.25 and g["silent_failure_rate"] == 0.75 and g["mean_candidates"] == 10
+    assert m["n_problems"] == 4 and m["n_rows"] == 8
+    table = markdown_table(m)
+    assert "| nsprm | 4 | 50.0 |" in table and "| greedy | 4 | 25.0 |" in table
+
+
+def test_shards_resume_keys_and_merge_prefer_successful_rows(tmp_path):
+    w = ShardWriter(tmp_path, "r1")
+    w.write([{"problem_id": "p1", "method": "nsprm", "correct": True, "answered": True, "novel_key": 7},
+             {"problem_id": "p2", "method": "nsprm", "error": "RayActorError: died", "answered": False}])
+    assert w.write([]) is None
+    w2 = ShardWriter(tmp_path, "r2")  # a resumed run: the failed row is done again, successfully
+    w2.write([{"problem_id": "p2", "method": "nsprm", "correct": False, "answered": True}])
+    assert (tmp_path / "shards").is_dir() and len(list((tmp_path / "shards").glob("*.tmp"))) == 0
+    assert read_shards(tmp_path).num_rows == 3
+    assert completed_keys(tmp_path) == {("p1", "nsprm"), ("p2", "nsprm")}
+    merged = read_results(merge(tmp_path)).to_pylist()
+    assert len(merged) == 2
+    p2 = next(r for r in merged if r["problem_id"] == "p2")
+    assert p2["error"] == "" and p2["answered"] is True
+    p1 = next(r for r in merged if r["problem_id"] == "p1")
+    assert json.loads(p1["extra_json"]) == {"novel_key": 7}
+    assert pq.read_schema(tmp_path / "results.parquet").names == RESULT_SCHEMA.names
+
+
+def test_error_rows_are_not_done_when_retrying_errors_and_corrupt_shards_are_skipped(tmp_path):
+    w = ShardWriter(tmp_path)
+    w.write([{"problem_id": "p1", "method": "m", "error": "boom"}])
+    assert completed_keys(tmp_path) == set()
+    assert completed_keys(tmp_path, retry_errors=False) == {("p1", "m")}
+    (tmp_path / "shards" / "part-999999-bad.parquet").write_bytes(b"not parquet")
+    assert read_shards(tmp_path).num_rows == 1
+
+
+@pytest.mark.parametrize("value,expect", [(float("nan"), None), (float("inf"), None), (2, 2.0)])
+def test_normalize_record_cleans_numbers(value, expect):
+    rec = normalize_record({"problem_id": "x", "method": "m", "answer_value": value, "n_steps": None})
+    assert rec["answer_value"] == expect and rec["n_steps"] == 0 and rec["answer"] == ""

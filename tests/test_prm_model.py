@@ -1,0 +1,123 @@
+"""The cross-encoder, its checkpoint folders and the batched scorer (real MiniLM weights; tiny DeBERTa-v2)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pcr_ray.prm.model import (
+    CheckpointError,
+    PRMMeta,
+    build_model,
+    encode_pairs,
+    load_checkpoint,
+    minilm_path,
+    model_inputs,
+    read_meta,
+    resolve_backbone,
+    save_checkpoint,
+)
+from pcr_ray.prm.scorer import PRMScorer, sigmoid
+from pcr_ray.prm.train_loop import TrainConfig, pair_loss
+
+PAIRS = [
+    ("A car starts from rest and accelerates at 2 m/s^2 for 5 s. | givens: v0=0 m/s; a=2 m/s^2; t=5 s",
+     "d = kin_displacement(v0=v0, a=a, t=t) = 25 [m]"),
+    ("A car starts from rest and accelerates at 2 m/s^2 for 5 s. | givens: v0=0 m/s; a=2 m/s^2; t=5 s",
+     "d = kin_displacement(v0=a, a=a, t=t) = 35 [m]"),
+    ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. | givens: n=48",
+     "clips = div(x=n, y=2) = 24"),
+    ("short", "x = add(x=a, y=b) = 3"),
+    ("Weng earns $12 an hour for babysitting. Yesterday she did 50 minutes. " * 12, "r = div(x=w, y=60) = 0.2"),
+]
+
+
+@pytest.fixture(scope="module")
+def minilm_checkpoint(tmp_path_factory):
+    model, tok = build_model("minilm", seed=0)
+    return save_checkpoint(model, tok, tmp_path_factory.mktemp("ck") / "prm", PRMMeta(backbone="minilm", kind="csp"))
+
+
+def test_minilm_backbone_is_the_packaged_folder():
+    assert (minilm_path() / "model.safetensors").exists()
+    assert resolve_backbone("minilm") == str(minilm_path()) == resolve_backbone(None)
+    assert resolve_backbone("microsoft/deberta-v3-base") == "microsoft/deberta-v3-base"
+
+
+def test_deberta_v2_architecture_trains_and_round_trips(tmp_path):
+    from transformers import DebertaV2Config
+
+    cfg = DebertaV2Config(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=64, max_position_embeddings=256, type_vocab_size=0)
+    model, tok = build_model(config=cfg, tokenizer_path="minilm", dropout=0.0, seed=1)
+    assert type(model.encoder).__name__ == "DebertaV2Model"
+    ctx, steps = [p[0] for p in PAIRS[:2]], [p[1] for p in PAIRS[:2]]
+    enc = encode_pairs(tok, ctx + ctx, steps + steps[::-1], max_length=64)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(5):  # the pairwise loss goes down on a fixed batch: gradients flow through this architecture
+        logits = model(**model_inputs(model, enc))
+        loss = pair_loss(logits[:2], logits[2:], "pairwise")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < losses[0]
+    path = save_checkpoint(model, tok, tmp_path / "deberta", PRMMeta(backbone="tiny-deberta", kind="random"))
+    direct = PRMScorer(model, tok, max_length=64).score(PAIRS)
+    loaded = PRMScorer.from_checkpoint(path, max_length=64)
+    assert loaded.score(PAIRS) == direct  # exact round trip
+    assert loaded.identity["kind"] == "random" and loaded.identity["backbone"] == "tiny-deberta"
+
+
+def test_scorer_batches_by_length_and_keeps_input_order(minilm_checkpoint):
+    sc = PRMScorer.from_checkpoint(minilm_checkpoint, max_batch=2)
+    one = PRMScorer.from_checkpoint(minilm_checkpoint, max_batch=1)
+    a = sc.score(PAIRS)
+    assert all(0.0 <= x <= 1.0 and math.isfinite(x) for x in a)
+    assert a == pytest.approx(one.score(PAIRS), abs=1e-5)  # batching (padding) does not change a score
+    assert sc.score(PAIRS[::-1]) == pytest.approx(a[::-1], abs=1e-5)
+    assert sc.score([]) == []
+    assert len(set(round(x, 6) for x in a)) > 1
+    assert sc.identity["checkpoint"] == str(minilm_checkpoint.resolve())
+    assert sc.identity["int8"] is False and sc.pairs_scored == 2 * len(PAIRS)
+    assert [sigmoid(v) for v in sc.logits(PAIRS)] == pytest.approx(a, abs=1e-12)
+
+
+def test_int8_scorer_quantizes_linear_layers(minilm_checkpoint):
+    q = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True)
+    assert q.identity["int8"] is True
+    qlinear = [m for m in q.model.modules() if "quantized" in type(m).__module__ and "Linear" in type(m).__name__]
+    assert len(qlinear) >= 6 * 6  # every transformer Linear of MiniLM's 6 layers (and the head) is int8
+    s = q.score(PAIRS)
+    assert all(0.0 <= x <= 1.0 for x in s)
+    with pytest.raises(ValueError, match="CPU"):
+        PRMScorer.from_checkpoint(minilm_checkpoint, int8=True, device="cuda")
+
+
+def test_checkpoint_folder_shape_and_errors(minilm_checkpoint, tmp_path):
+    meta = read_meta(minilm_checkpoint)
+    assert meta.backbone == "minilm" and meta.kind == "csp"
+    model, _, _ = load_checkpoint(minilm_checkpoint)
+    assert not model.training
+    with pytest.raises(CheckpointError, match="not a PRM checkpoint"):
+        PRMScorer.from_checkpoint(tmp_path)
+    sc = PRMScorer.from_checkpoint(minilm_checkpoint)
+    with pytest.raises(TypeError, match="pair 0"):
+        sc.score(["just a string"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="contexts"):
+        encode_pairs(sc.tokenizer, ["a"], ["b", "c"])
+
+
+def test_losses_and_config_validation():
+    lp, ln = torch.tensor([2.0, -1.0]), torch.tensor([0.5, 1.0])
+    expect = -torch.log(torch.sigmoid(lp - ln)).mean()
+    assert float(pair_loss(lp, ln, "pairwise")) == pytest.approx(float(expect), rel=1e-6)
+    bce = -(torch.log(torch.sigmoid(lp)).sum() + torch.log(1 - torch.sigmoid(ln)).sum()) / 4
+    assert float(pair_loss(lp, ln, "pointwise")) == pytest.approx(float(bce), rel=1e-5)
+    with pytest.raises(ValueError, match="loss"):
+        TrainConfig(loss="hinge")
+    with pytest.raises(ValueError, match="unknown training option"):
+        TrainConfig.from_dict({"epochz": 3})

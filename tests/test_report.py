@@ -1,0 +1,51 @@
+"""report.html: self-contained, escapes what models write, and its table carries the metrics (no browser here)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pcr_ray.pipeline.metrics import compute_metrics
+from pcr_ray.pipeline.report import render_report
+from tests.pipeline_util import MetricsTableParser
+
+TRACE = {"givens": [{"name": "a", "value": 3, "unit": "m"}, {"name": "b", "value": 4, "unit": "m"}],
+         "steps": [{"op": "add", "args": {"x": "a", "y": "b"}, "out": {"name": "c", "unit": "m"}}],
+         "answer": [{"name": "c", "unit": "m"}]}
+
+
+def _rows() -> list[dict]:
+    base = {"source": "physics", "horizon": "short", "gold_answer": "7 m", "question": "a <script>alert(1)</script> b",
+            "trace_json": json.dumps(TRACE), "step_verdicts": '["ok"]', "step_scores": "[0.875]", "candidates": 5,
+            "prm_calls": 1}
+    return [{**base, "problem_id": "p1", "method": "nsprm", "correct": True, "answered": True, "answer": "7 m"},
+            {**base, "problem_id": "p1", "method": "greedy", "correct": False, "answered": True, "answer": "1 m",
+             "silent_failure": True, "error_type": "formula_misuse", "error_detail": "step 0: sub where gold uses add"},
+            {**base, "problem_id": "p2", "method": "nsprm", "correct": False, "answered": False,
+             "error_type": "no_answer", "stop_reason": "dead_end", "horizon": "long"},
+            {**base, "problem_id": "p2", "method": "greedy", "correct": True, "answered": True, "horizon": "long"}]
+
+
+def test_report_is_self_contained_escaped_and_its_table_matches_the_metrics():
+    rows = _rows()
+    metrics = compute_metrics(rows, ["nsprm", "greedy"])
+    page = render_report(metrics, rows, config_yaml="search:\n  beam_width: 4\n")
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    p = MetricsTableParser()
+    p.feed(page)
+    assert all(s.startswith("data:image/png;base64,") for s in p.srcs) and len(p.srcs) == 3
+    table = {r[0][2]: {c: (v, t) for c, v, t in r} for r in p.rows if r}
+    assert set(table) == {"nsprm", "greedy"}
+    for m in ("nsprm", "greedy"):
+        assert float(table[m]["Acc@1 %"][0]) == metrics["methods"][m]["acc"] == 0.5
+        assert table[m]["Acc@1 %"][1] == "50.0"
+    assert table["greedy"]["silent %"][1] == "50.0" and table["nsprm"]["silent %"][1] == "0.0"
+    assert len(re.findall(r'<details class="problem"', page)) == 2
+    assert "0.875" in page and "formula_misuse" in page and "dead_end" in page
+
+
+def test_report_caps_the_trace_view():
+    rows = [{**r, "problem_id": f"{r['problem_id']}-{i}"} for i in range(3) for r in _rows()]
+    page = render_report(compute_metrics(rows), rows, max_problems=2)
+    assert len(re.findall(r'<details class="problem"', page)) == 2
+    assert "4 more problems are in results.parquet" in page
