@@ -237,7 +237,8 @@ def test_non_finite_values_stay_json(client) -> None:
     r = client.post("/v1/verify", json={"trace": huge})
     assert r.status_code == 200
     body = r.json()
-    assert body["steps"][0]["value"] is None or isinstance(body["steps"][0]["value"], float)
+    # 1e300 m in femtometres overflows: the verifier rejects the step instead of returning inf
+    assert body["ok"] is False and body["diagnostics"][0]["code"] == "domain_error"
     r = client.post("/v1/score", json={"problem": "overflow", "trace": huge})
     assert r.status_code == 200
 
