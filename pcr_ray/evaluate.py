@@ -86,16 +86,18 @@ def shutdown_ray() -> None:
 
 
 def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
-    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs}."""
+    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs};
+    a top-level `limit` caps the total (and every source without its own limit)."""
     from pcr_ray.data.readers import load_dataset
 
     sources = dcfg.get("sources") or [dcfg]
+    total = dcfg.get("limit")
     out: list[Any] = []
     seen: set[str] = set()
     for src in sources:
         src = dict(src)
         name = src["name"]
-        limit = src.get("limit")
+        limit = src.get("limit") if src.get("limit") is not None else total
         kwargs = dict(src.get("kwargs") or {})
         sample = str(src.get("sample", "first"))
         if sample == "random" and limit is not None:
@@ -113,6 +115,8 @@ def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
                 raise ValueError(f"problem id {p.id!r} appears twice in dataset {dcfg.get('name')!r}")
             seen.add(p.id)
             out.append(p)
+    if total is not None:
+        out = out[: int(total)]
     if not out:
         raise ValueError(f"dataset {dcfg.get('name')!r} yielded no problems")
     return out

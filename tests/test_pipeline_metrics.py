@@ -143,3 +143,26 @@ def test_error_rows_are_not_done_when_retrying_errors_and_corrupt_shards_are_ski
 def test_normalize_record_cleans_numbers(value, expect):
     rec = normalize_record({"problem_id": "x", "method": "m", "answer_value": value, "n_steps": None})
     assert rec["answer_value"] == expect and rec["n_steps"] == 0 and rec["answer"] == ""
+
+
+def test_dataset_limit_method_specs_and_method_major_work_items():
+    from omegaconf import OmegaConf
+
+    from pcr_ray.evaluate import compose_config, load_problems
+    from pcr_ray.pipeline.evaluate_pipeline import parse_methods, work_items
+
+    cfg = compose_config(["experiment=smoke", "dataset.limit=2"])
+    problems = load_problems(OmegaConf.to_container(cfg.dataset))
+    assert len(problems) == 2 and all(p.source == "physics" and p.gold_trace for p in problems)
+    specs = parse_methods(["nsprm", "direct@llm", {"label": "b1", "method": "greedy", "overrides": {"k": 2}}],
+                          {"nsprm": "typed"}, {"greedy": {"max_steps": 3}})
+    assert [(s.label, s.method, s.generator) for s in specs] == [("nsprm", "nsprm", "typed"),
+                                                                  ("direct@llm", "direct", "llm"),
+                                                                  ("b1", "greedy", "default")]
+    assert specs[2].overrides == {"max_steps": 3, "k": 2} and specs[1].is_baseline
+    items = work_items(problems, specs, done={(problems[0].id, "nsprm")})
+    assert [(i["id"], i["method"]) for i in items] == [
+        (problems[1].id, "nsprm"), (problems[0].id, "direct@llm"), (problems[1].id, "direct@llm"),
+        (problems[0].id, "b1"), (problems[1].id, "b1")]
+    with pytest.raises(ValueError, match="duplicate method labels"):
+        parse_methods(["nsprm", "nsprm"])

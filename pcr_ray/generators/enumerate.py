@@ -10,7 +10,8 @@ Rules shared by both modes, so that the output is deterministic:
 - `const` names are offered when the constant fills an exact-dimension parameter of some op whose other
   exact parameters are at hand, or when a hint word of a dimensionless constant is in the text;
 - dimensionless parameters may also take the configured literals;
-- candidates that use variables not used yet come first; beyond `cap`, the first half of the cap is kept in
+- candidates that use more variables not used yet come first, then ops with more exact-dimension parameters
+  (domain formulas before generic arithmetic), then fewer literals; beyond `cap`, the first half of the cap is kept in
   that order and the rest is a seeded sample (seed from the request seed, problem id and step number);
 - answer declarations come first: {"answer": [{name, unit}]} for each step output that has the target's
   dimension (typed; any output when blind) and whose computation covers every nonzero given
@@ -94,8 +95,9 @@ class EnumeratorGenerator:
     literals: tuple[float, ...] = ()
     families: tuple[str, ...] | None = None
     ops: tuple[str, ...] | None = None
-    answer_coverage: str = "all"
+    answer_coverage: str = "any"
     rollout_max_steps: int = 6
+    max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
@@ -114,7 +116,8 @@ class EnumeratorGenerator:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
-        known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps"}
+        known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
+                 "max_per_op"}
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
@@ -178,14 +181,17 @@ class EnumeratorGenerator:
         defined_consts = {s.args.get("name") for s in req.steps if s.op == "const"}
         cands: list[_Cand] = []
         seen: set[str] = set()
+        n_exact = {p.name: sum(1 for q in p.params if q.kind == "var" and q.rkind == EXACT) for p in self._prims}
         for order, prim in enumerate(self._prims):
             if prim.name == "const":
                 for cname in self._useful_consts(req, variables, defined_consts):
                     d = constant_dims(cname)  # parses: _useful_consts checked
                     obj = self._step_obj("const", {"name": cname}, d, index, taken, target)
-                    cands.append(_Cand((0, 0, order, cname), obj))
+                    cands.append(_Cand((0, 0, 0, order, cname), obj))
                 continue
-            for binding in self._bindings(prim, variables):
+            for n_bound, binding in enumerate(self._bindings(prim, variables)):
+                if n_bound >= self.max_per_op:
+                    break
                 args = {p: (b.name if isinstance(b, VarInfo) else b) for p, b in binding.items()}
                 key = prim.name + json.dumps(args, sort_keys=True)
                 if key in seen:
@@ -197,7 +203,7 @@ class EnumeratorGenerator:
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
                 obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
-                cands.append(_Cand((-n_unused, n_lit, order, key), obj))
+                cands.append(_Cand((-n_unused, -n_exact[prim.name], n_lit, order, key), obj))
         return answers, cands
 
     def _step_obj(self, op: str, args: dict[str, Any], dims: Dims | None, index: int, taken: set[str],
@@ -350,8 +356,8 @@ class EnumeratorGenerator:
                 if not cands:
                     break
                 cands.sort(key=lambda c: c.priority)
-                best = cands[0].priority[:2]
-                tier = [c for c in cands if c.priority[:2] == best]
+                best = cands[0].priority[:3]
+                tier = [c for c in cands if c.priority[:3] == best]
                 obj = rng.choice(tier).obj
                 steps.append(Step(obj["op"], obj["args"], Out(obj["out"]["name"], obj["out"]["unit"])))
             trace = {"steps": [s.to_dict() for s in steps[len(req.steps):]], "answer": answer or []}

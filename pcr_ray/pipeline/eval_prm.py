@@ -20,9 +20,12 @@ import numpy as np
 from pcr_ray.config import cache_dir
 from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
+from pcr_ray.prm.search_pairs import SEARCH_KINDS
 
 CONFIG_NAME = "eval_prm"
-GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "random (all)": RANDOM_KINDS}
+GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
+                                      "verifier-passing (all)": CSP_KINDS + SEARCH_KINDS,
+                                      "random (all)": RANDOM_KINDS}
 
 
 def auroc(pos: Sequence[float], neg: Sequence[float]) -> float:

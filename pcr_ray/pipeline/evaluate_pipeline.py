@@ -258,10 +258,20 @@ class SearchWorker:
                         err = _exc_text(exc2)
                 recs.append(rec if rec is not None else error_record(r, err, self.attempts, self.where))
         dt = time.perf_counter() - t0
+        gen_label = self._generator_label(spec.generator)
         for rec in recs:
             rec["worker"] = self.where
+            rec["generator"] = gen_label
             rec.setdefault("batch_time_s", dt)
         return recs
+
+    def _generator_label(self, key: str) -> str:
+        """'key:kind' of a configured generator (e.g. 'default:enumerate', 'llm:llamacpp')."""
+        ref = self.refs.get(key)
+        if ref is None:
+            return key
+        cfg = ref.local_cfg or (ref.info.get("identity") if isinstance(ref.info.get("identity"), Mapping) else {})
+        return f"{key}:{(cfg or {}).get('kind', '?')}"
 
 
 def _is_ray_system_error(exc: BaseException) -> bool:

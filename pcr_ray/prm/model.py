@@ -77,8 +77,10 @@ class PRMModel(nn.Module):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if getattr(encoder, "pooler", None) is not None:
-            encoder.pooler = None  # unused (we pool ourselves); dropping it keeps DDP free of unused parameters
+        pooler = getattr(encoder, "pooler", None)
+        if pooler is not None:  # unused (we pool ourselves): frozen, so DDP sees no parameters without gradients
+            for p in pooler.parameters():
+                p.requires_grad_(False)
         self.encoder = encoder
         self.pooling = pooling
         hidden = int(encoder.config.hidden_size)

@@ -16,14 +16,18 @@ from typing import Any
 
 from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS, CSPConfig, CSPError, counterfactuals, prepare_gold, random_negatives
 from pcr_ray.prm.render import render_context, render_step
+from pcr_ray.prm.search_pairs import ANSWER_TIMING, SEARCH_KINDS, search_negatives
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 PAIR_COLUMNS: tuple[str, ...] = (
     "problem_id", "source", "split", "kind", "t", "gold_steps", "context", "prefix", "pos_step", "pos_json",
     "neg_step", "neg_json", "pos_value", "neg_value", "verified", "note",
 )
-# which pair kinds train which PRM
-KIND_GROUPS: dict[str, tuple[str, ...]] = {"csp": CSP_KINDS, "random": RANDOM_KINDS}
+# which pair kinds train which PRM: the NS-PRM learns from verifier-passing negatives only (CSP and the
+# search-matched kinds); the conventional PRM from random perturbations. Both see `answer_timing` pairs,
+# because both decide when a search stops (answer declarations are scored like steps).
+KIND_GROUPS: dict[str, tuple[str, ...]] = {"csp": CSP_KINDS + SEARCH_KINDS, "random": RANDOM_KINDS + (ANSWER_TIMING,)}
+ALL_PAIR_KINDS: tuple[str, ...] = CSP_KINDS + SEARCH_KINDS + RANDOM_KINDS
 
 
 @dataclass(frozen=True)
@@ -32,14 +36,20 @@ class PairConfig:
 
     csp_per_kind: int = 2
     random_per_kind: int = 1
-    kinds: tuple[str, ...] = CSP_KINDS + RANDOM_KINDS
+    kinds: tuple[str, ...] = ALL_PAIR_KINDS
     seed: int = 0
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     rel_tol: float = 1e-3
     max_steps: int = 32
+    # ops the alternative steps are enumerated from, by source prefix (the search's generator overrides agree)
+    alt_ops_by_source: dict[str, tuple[str, ...]] = field(
+        default_factory=lambda: {"gsm8k": ("add", "sub", "mul", "div")})
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        bad = [k for k in self.kinds if k not in ALL_PAIR_KINDS]
+        if bad:
+            raise ValueError(f"unknown pair kind(s) {bad}; known: {list(ALL_PAIR_KINDS)}")
         if len(self.split_fractions) != 3 or any(f < 0 for f in self.split_fractions) or \
                 not math.isclose(sum(self.split_fractions), 1.0, abs_tol=1e-6):
             raise ValueError(f"split_fractions must be three non-negative numbers summing to 1, "
@@ -89,17 +99,24 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
         negs += random_negatives(gold, key=pid, per_kind=cfg.random_per_kind,
                                  config=CSPConfig(kinds=rnd_kinds, seed=cfg.seed, rel_tol=cfg.rel_tol))
     text = str(problem.get("text") or "")
+    search_kinds = tuple(k for k in cfg.kinds if k in SEARCH_KINDS)
     source = str(problem.get("source") or "")
+    alt_ops = next((tuple(o) for pre, o in cfg.alt_ops_by_source.items() if source.startswith(pre)), None)
+    extra = search_negatives(gold, text, key=pid, kinds=search_kinds, per_kind=cfg.csp_per_kind, seed=cfg.seed,
+                             rel_tol=cfg.rel_tol, ops=alt_ops) if search_kinds and cfg.csp_per_kind > 0 else []
     split = split_of(pid, cfg.split_fractions)
     givens = gold.trace.givens
     contexts: dict[int, tuple[str, str]] = {}
     rows: list[dict[str, Any]] = []
+    def context(t: int) -> tuple[str, str]:
+        if t not in contexts:
+            prefix = gold.trace.steps[:t]
+            contexts[t] = (render_context(text, givens, prefix),
+                           json.dumps([s.to_dict() for s in prefix], separators=(",", ":")))
+        return contexts[t]
+
     for neg in negs:
-        if neg.t not in contexts:
-            prefix = gold.trace.steps[: neg.t]
-            contexts[neg.t] = (render_context(text, givens, prefix),
-                               json.dumps([s.to_dict() for s in prefix], separators=(",", ":")))
-        ctx, prefix_json = contexts[neg.t]
+        ctx, prefix_json = context(neg.t)
         rows.append({
             "problem_id": pid, "source": source, "split": split, "kind": neg.kind, "t": neg.t, "gold_steps": n,
             "context": ctx, "prefix": prefix_json,
@@ -109,6 +126,14 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
             "pos_value": float(neg.pos_value),
             "neg_value": float("nan") if neg.neg_value is None else float(neg.neg_value),
             "verified": bool(neg.verified), "note": neg.note,
+        })
+    for sn in extra:
+        ctx, prefix_json = context(sn.t)
+        rows.append({
+            "problem_id": pid, "source": source, "split": split, "kind": sn.kind, "t": sn.t, "gold_steps": n,
+            "context": ctx, "prefix": prefix_json, "pos_step": sn.pos_text, "pos_json": sn.pos_json,
+            "neg_step": sn.neg_text, "neg_json": sn.neg_json, "pos_value": sn.pos_value,
+            "neg_value": sn.neg_value, "verified": True, "note": sn.note,
         })
     return rows, "ok"
 

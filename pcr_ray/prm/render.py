@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.trace import Given, Out, Step
+from pcr_ray.trace import Answer, Given, Out, Step
 
 _DIMLESS = ("", "dimensionless", "1")
 _WS = re.compile(r"\s+")
@@ -54,6 +54,18 @@ def render_step(step: Step | Mapping[str, Any]) -> str:
     if u:
         text += f" [{u}]"
     return text
+
+
+def render_answer(answer: Sequence[Answer | Mapping[str, Any]], values: Sequence[float | None] | None = None) -> str:
+    """`answer: name = value [unit]` for an answer declaration (values in the declared units), scored like a step."""
+    parts = []
+    for i, a in enumerate(answer):
+        name, unit = (a["name"], str(a.get("unit") or "")) if isinstance(a, Mapping) else (a.name, a.unit)
+        v = values[i] if values is not None and i < len(values) else None
+        text = name if v is None else f"{name} = {fmt_value(v)}"
+        u = _unit(unit)
+        parts.append(text + (f" [{u}]" if u else ""))
+    return "answer: " + "; ".join(parts)
 
 
 def render_given(g: Given | Mapping[str, Any]) -> str:

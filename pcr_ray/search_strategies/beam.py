@@ -3,8 +3,11 @@
 One search step for the whole batch: one propose() call for every live beam of every problem (plus bounded
 retry rounds for beams whose candidates were all rejected, each carrying the diagnostics), candidates parsed
 and checked per beam, one score() call for every surviving candidate of every problem, then per problem:
-answers become completed traces, the best B children by aggregate score (above the threshold) become the
-beams, the rest go to a pruned pool that backtracking resumes from when every beam dies.
+with a PRM, answer declarations are scored like steps (`answer: x = v [unit]`, so the PRM decides when to stop)
+and compete with the steps: the best B children by aggregate score (above the threshold) are kept, answers
+among them become completed traces and steps become the beams; the other steps go to a pruned pool that
+backtracking resumes from when every beam dies, the other answers are kept as a fallback for a search that
+ends without one. Without a PRM (verifier_only) the first valid answer in generator order completes.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import heapq
 import itertools
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pcr_ray.generators.base import ProposalRequest, uses_feedback
+from pcr_ray.prm.render import render_answer, render_context
 from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search_strategies.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search_strategies.scoring import ScoreBatch, pair_for
@@ -36,6 +40,7 @@ class Beam:
     answer: tuple[Answer, ...] = ()
     answer_values: tuple[AnswerValue, ...] = ()
     rank: int = 0  # generator order, for verifier_only
+    answer_score: float | None = None  # the PRM's score of the answer declaration
 
     def key(self) -> frozenset[tuple[Any, ...]]:
         """Semantic identity: the set of (dimension, value) of the step outputs (order and names ignored)."""
@@ -52,6 +57,7 @@ class _Run:
     beams: list[Beam]
     completed: list[tuple[float, int, Beam]] = field(default_factory=list)
     pruned: list[tuple[float, int, Beam]] = field(default_factory=list)  # heap of (-score, seq, beam)
+    spare_answers: list[tuple[float, int, Beam]] = field(default_factory=list)  # scored answers not kept
     seen: set[frozenset[tuple[Any, ...]]] = field(default_factory=set)
     counts: Counter = field(default_factory=Counter)
     rejects: Counter = field(default_factory=Counter)
@@ -60,6 +66,7 @@ class _Run:
     stop_reason: str = ""
     error: str = ""
     depth_limited: bool = False
+    at_limit: bool = False  # every beam of this search step was at max_steps
     t_done: float = 0.0
     gen_s: float = 0.0
     verify_s: float = 0.0
@@ -70,8 +77,9 @@ class _Run:
 class _Child:
     beam: Beam
     parent: int
-    pair_index: int | None
+    pair: tuple[str, str] | None  # what the PRM will score (steps only)
     is_answer: bool
+    pair_index: int | None = None
 
 
 _SEQ = itertools.count()
@@ -84,8 +92,8 @@ def _request(run: _Run, beam: Beam, cfg: SearchConfig, it: int, b: int, retry: i
 
 
 def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, it: int,
-            batch: ScoreBatch | None) -> tuple[list[_Child], list[str]]:
-    """Parse and check a beam's candidates; queue survivors for scoring. Returns children and diagnostics."""
+            ) -> tuple[list[_Child], list[str]]:
+    """Parse and check a beam's candidates. Returns the children (with the pair to score) and diagnostics."""
     strict = cfg.uses_verifier
     children: list[_Child] = []
     diags: list[str] = []
@@ -118,7 +126,10 @@ def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, 
             run.counts["verified"] += 1
             child = Beam(beam.steps, beam.state, beam.scores, beam.verdicts, (), parsed.answer, out.values,
                          rank=next(_SEQ))
-            children.append(_Child(child, b, None, True))
+            pair = (render_context(p.text, p.givens, _shown(beam.steps, cfg)),
+                    render_answer(parsed.answer, [v.value for v in out.values] if cfg.render_values else None)) \
+                if cfg.uses_prm else None
+            children.append(_Child(child, b, pair, True))
             _log(run, cfg, it, b, raw, "answer", "ok" if out.verifier_ok else out.diagnostic.code)
             continue
         assert parsed.step is not None
@@ -135,13 +146,15 @@ def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, 
         verdict = "ok" if out_s.verifier_ok else (out_s.diagnostic.code if out_s.diagnostic else "unverified")
         child = Beam(beam.steps + (out_s.step,), out_s.state, beam.scores, beam.verdicts + (verdict,),
                      rank=next(_SEQ))
-        pair_index = None
-        if batch is not None:
-            pair = pair_for(p.text, p.givens, beam.steps, out_s.step, with_values=cfg.render_values)
-            pair_index = batch.add(run.idx, pair)
-        children.append(_Child(child, b, pair_index, False))
+        pair = pair_for(p.text, p.givens, beam.steps, out_s.step, with_values=cfg.render_values) \
+            if cfg.uses_prm else None
+        children.append(_Child(child, b, pair, False))
         _log(run, cfg, it, b, raw, "step", verdict)
     return children, diags
+
+
+def _shown(steps: tuple[Step, ...], cfg: SearchConfig) -> tuple[Step, ...]:
+    return steps if cfg.render_values else tuple(Step(s.op, s.args, s.out, None) for s in steps)
 
 
 def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, verdict: str,
@@ -149,6 +162,17 @@ def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, ver
     if cfg.log_candidates:
         run.log.append({"iter": it, "beam": b, "kind": kind, "candidate": raw[:300], "verdict": verdict,
                         "score": score})
+
+
+def _queue_pairs(live: list[_Run], children: dict[tuple[int, int], list[_Child]], batch: ScoreBatch) -> None:
+    """Queue every child's (context, step-or-answer) pair for one batched scorer call."""
+    for r in live:
+        if r.done:
+            continue
+        for b in range(len(r.beams)):
+            for ch in children.get((r.idx, b), []):
+                if ch.pair is not None:
+                    ch.pair_index = batch.add(r.idx, ch.pair)
 
 
 def _dedupe_feedback(diags: list[str], n: int) -> tuple[str, ...]:
@@ -161,31 +185,47 @@ def _dedupe_feedback(diags: list[str], n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+def trace_score(beam: Beam, how: str) -> float:
+    """The aggregate of a (partial or answered) trace's step scores, the answer's score included."""
+    scores = beam.scores if beam.answer_score is None else beam.scores + (beam.answer_score,)
+    return aggregate(scores, how)
+
+
 def _select(run: _Run, children: list[_Child], cfg: SearchConfig) -> None:
-    """Answers -> completed; steps -> top-B beams (threshold, dedupe) and the pruned pool."""
-    steps: list[tuple[float, int, Beam]] = []
+    """The top-B children by aggregate (threshold, dedupe): answers among them complete, steps become beams."""
+    ranked: list[tuple[float, int, _Child]] = []
     for ch in children:
-        if ch.is_answer:
-            score = aggregate(ch.beam.scores, cfg.aggregate) if cfg.uses_prm else -float(ch.beam.rank)
-            run.completed.append((score, ch.beam.rank, ch.beam))
+        if not cfg.uses_prm:
+            if ch.is_answer:  # no PRM to judge the stop: the first valid answer completes
+                run.completed.append((-float(ch.beam.rank), ch.beam.rank, ch.beam))
+            else:
+                ranked.append((-float(ch.beam.rank), ch.beam.rank, ch))
             continue
-        if cfg.uses_prm:
-            if ch.beam.scores[-1] < cfg.threshold:
-                run.counts["below_threshold"] += 1
-                continue
-            steps.append((aggregate(ch.beam.scores, cfg.aggregate), ch.beam.rank, ch.beam))
-        else:
-            steps.append((-float(ch.beam.rank), ch.beam.rank, ch.beam))
-    steps.sort(key=lambda t: (-t[0], t[1]))
+        last = ch.beam.answer_score if ch.is_answer else ch.beam.scores[-1]
+        if last is None or last < cfg.threshold:
+            run.counts["below_threshold"] += 1
+            continue
+        ranked.append((trace_score(ch.beam, cfg.aggregate), ch.beam.rank, ch))
+    ranked.sort(key=lambda t: (-t[0], t[1]))
     kept: list[Beam] = []
-    for score, rank, beam in steps:
+    slots = 0
+    for score, rank, ch in ranked:
+        beam = ch.beam
+        if ch.is_answer:
+            if slots < cfg.beam_width:
+                slots += 1
+                run.completed.append((score, rank, beam))
+            else:
+                run.spare_answers.append((score, rank, beam))
+            continue
         if cfg.dedupe_beams:
             key = beam.key()
             if key in run.seen:
                 run.counts["duplicate_beams"] += 1
                 continue
             run.seen.add(key)
-        if len(kept) < cfg.beam_width:
+        if slots < cfg.beam_width:
+            slots += 1
             kept.append(beam)
         else:
             heapq.heappush(run.pruned, (-score, rank, beam))
@@ -203,6 +243,10 @@ def _round_stats(run: _Run, tag: str, before: tuple[int, int, int], ok: bool) ->
 
 
 def _finish(run: _Run, reason: str, now: float) -> None:
+    if not run.completed and run.spare_answers and reason in ("max_steps", "dead_end"):
+        run.completed.append(max(run.spare_answers, key=lambda t: (t[0], -t[1])))  # the best answer seen
+        run.counts["fallback_answer"] += 1
+        reason = "answered"
     run.done = True
     run.stop_reason = reason
     run.t_done = now
@@ -214,6 +258,9 @@ def _after_step(run: _Run, cfg: SearchConfig, now: float) -> None:
         _finish(run, "answered", now)
         return
     if run.beams:
+        return
+    if run.at_limit:  # the beams ran out of steps, not of valid continuations: backtracking would restart shallow
+        _finish(run, "answered" if run.completed else "max_steps", now)
         return
     if run.pruned and run.counts["backtracks"] < cfg.max_backtracks:
         run.counts["backtracks"] += 1
@@ -250,6 +297,8 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
             break
         batch = ScoreBatch(caches) if cfg.uses_prm else None
         children: dict[tuple[int, int], list[_Child]] = {}
+        for r in live:
+            r.at_limit = all(len(beam.steps) >= cfg.max_steps for beam in r.beams)
         pending = [(r, b, beam) for r in live for b, beam in enumerate(r.beams)]
         for retry in range(cfg.max_retries + 1 if retry_ok else 1):
             if not pending:
@@ -280,7 +329,7 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                 tv = time.perf_counter()
                 before = (r.counts["proposed"], r.counts["parsed"], r.counts["verified"])
                 try:
-                    kids, diags = _expand(r, beam, b, list(cands), cfg, it, batch)
+                    kids, diags = _expand(r, beam, b, list(cands), cfg, it)
                 except Exception as exc:  # a bug on one problem must not take the batch down
                     r.error = f"search failed: {type(exc).__name__}: {exc}"[:500]
                     _finish(r, "error", time.perf_counter())
@@ -292,6 +341,8 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                     fb = _dedupe_feedback(diags, cfg.max_feedback)
                     again.append((r, b, Beam(beam.steps, beam.state, beam.scores, beam.verdicts, fb)))
             pending = again
+        if batch is not None:
+            _queue_pairs(live, children, batch)
         scores: list[float] = []
         if batch is not None and batch.requests:
             try:
@@ -320,8 +371,11 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                 for ch in children.get((r.idx, b), []):
                     if ch.pair_index is not None:
                         s = scores[ch.pair_index]
-                        ch.beam = Beam(ch.beam.steps, ch.beam.state, ch.beam.scores + (s,), ch.beam.verdicts,
-                                       rank=ch.beam.rank)
+                        if ch.is_answer:
+                            ch.beam = replace(ch.beam, answer_score=s)
+                        else:
+                            ch.beam = Beam(ch.beam.steps, ch.beam.state, ch.beam.scores + (s,), ch.beam.verdicts,
+                                           rank=ch.beam.rank)
                     kids.append(ch)
             _select(r, kids, cfg)
             _after_step(r, cfg, now)
@@ -343,8 +397,8 @@ def _result(run: _Run, cfg: SearchConfig, t0: float) -> SearchResult:
         gen_s=round(run.gen_s, 4), verify_s=round(run.verify_s, 4), prm_s=round(run.prm_s, 4),
         reject_codes=dict(run.rejects), candidates=run.log,
         round_stats={k: c[k] for k in sorted(c) if k.startswith(("first_", "retry_"))},
-        gold_value=p.gold_value, gold_unit=p.gold_unit,
-        source=p.source, gold_steps=p.gold_steps, givens_source=p.givens_source,
+        gold_value=p.gold_value, gold_unit=p.gold_unit, source=p.source, gold_steps=p.gold_steps,
+        givens_source=p.givens_source,
     )
     if not run.completed:
         return res
