@@ -5,7 +5,7 @@ One core: torch uses one thread and the search runs in this process (lock-step o
 cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on first use). Writes
 benchmarks/results/bench_search.json.
 
-    .venv/bin/python benchmarks/bench_search.py [--problems 12] [--max-gold-steps 4] [--int8]
+    .venv/bin/python benchmarks/bench_search.py [--problems 8] [--cap 48] [--max-gold-steps 4] [--int8]
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from _machine import machine_info, write_result  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--problems", type=int, default=12)
+    ap.add_argument("--problems", type=int, default=8)
+    ap.add_argument("--cap", type=int, default=48, help="enumerated candidates per beam and step")
+    ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the cached csp one)")
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--int8", action="store_true", help="dynamic int8 PRM")
@@ -40,7 +42,7 @@ def main() -> None:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    ck = ensure_checkpoint("csp")
+    ck = args.checkpoint or ensure_checkpoint("csp")
     scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, max_batch=64, max_length=160)
     pool = [p for p in generate_problems(400, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
@@ -48,7 +50,7 @@ def main() -> None:
     rows = []
     for beam in args.beams:
         cfg = SearchConfig(method="nsprm", beam_width=beam, max_steps=6)
-        gen = EnumeratorGenerator()
+        gen = EnumeratorGenerator(cap=args.cap)
         t0 = time.perf_counter()
         res = run_search(problems, gen, scorer, cfg)
         wall = time.perf_counter() - t0
@@ -71,7 +73,7 @@ def main() -> None:
     base = rows[0]["problems_per_s"]
     for r in rows:
         r["speed_vs_first"] = round(r["problems_per_s"] / base, 3) if base else None
-    write_result("bench_search", {"machine": machine_info(), "checkpoint": str(ck), "int8": args.int8,
+    write_result("bench_search", {"machine": machine_info(), "checkpoint": str(ck), "int8": args.int8, "cap": args.cap,
                                   "torch_threads": torch.get_num_threads(), "max_gold_steps": args.max_gold_steps,
                                   "rows": rows})
 

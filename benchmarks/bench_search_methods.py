@@ -2,15 +2,16 @@
 
 Generated physics problems (gold givens, up to --max-gold-steps steps) and a GSM8K test sample (problems whose
 calculator annotations convert to a gold trace; gold givens). The four methods share one generator: the
-type-blind enumerator, so that nsprm and prm_only differ by the verifier filter alone; nsprm with the typed
-enumerator (an optimisation: constraints applied while enumerating) is reported on its own row. Reports
+type-blind enumerator, so that nsprm and prm_only differ by the verifier filter alone; the verifier-filtered
+methods with the typed enumerator (an optimisation: constraints applied while enumerating) get their own rows. Reports
 candidate counts and the PRM calls the verifier saved (prm_only's PRM forward passes minus nsprm's).
 GSM8K uses the four arithmetic ops and the literals 2 and 100 (the ops and the most common constants of the
-converted annotations) and answers only with a value that uses every nonzero given (answer_coverage=all);
-physics uses every primitive and answers with any value of the asked dimension (its problems carry distractors).
-Writes benchmarks/results/bench_search_methods.json.
+converted annotations); physics uses every primitive. Answer declarations are scored by the PRM like steps.
+`prm_only` ranks with the conventional PRM (random-perturbation negatives), as the paper's PRM baseline does;
+the other methods with the NS-PRM. Writes benchmarks/results/bench_search_methods.json.
 
-    .venv/bin/python benchmarks/bench_search_methods.py [--physics 40] [--gsm8k 30] [--beam 4] [--int8]
+    .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
+        [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random]
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     from pcr_ray.generators.enumerate import EnumeratorGenerator
 
     if dataset == "gsm8k":
-        kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": "all"}
+        kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": args.gsm8k_coverage}
     else:
         kw = {"answer_coverage": "any"}
     return {"blind": EnumeratorGenerator(typed=False, cap=args.blind_cap, **kw),
@@ -84,15 +85,19 @@ def _summ(rows: list[Any], golds: list[Any]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--physics", type=int, default=40)
-    ap.add_argument("--gsm8k", type=int, default=30)
+    ap.add_argument("--physics", type=int, default=30)
+    ap.add_argument("--gsm8k", type=int, default=20)
     ap.add_argument("--max-gold-steps", type=int, default=4)
-    ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--beam", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=6)
     ap.add_argument("--aggregate", default="min")
-    ap.add_argument("--blind-cap", type=int, default=100_000)
-    ap.add_argument("--typed-cap", type=int, default=512)
-    ap.add_argument("--int8", action="store_true")
+    ap.add_argument("--blind-cap", type=int, default=128, help="type-blind candidates per beam and step")
+    ap.add_argument("--typed-cap", type=int, default=48)
+    ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
+    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
+    ap.add_argument("--checkpoint", default=None, help="NS-PRM checkpoint (default: the cached csp one)")
+    ap.add_argument("--baseline-checkpoint", default=None,
+                    help="conventional PRM for prm_only (default: the cached random one)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     args = ap.parse_args()
@@ -101,23 +106,26 @@ def main() -> None:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, run_search
 
-    ck = ensure_checkpoint("csp")
-    scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, max_batch=64, max_length=160)
-    out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "prm_identity": scorer.identity,
-                           "args": vars(args), "datasets": {}}
+    ck = args.checkpoint or ensure_checkpoint("csp")
+    bk = args.baseline_checkpoint or ensure_checkpoint("random")
+    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=160)
+    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=160)
+    out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "baseline_checkpoint": str(bk),
+                           "prm_identity": scorer.identity, "args": vars(args), "datasets": {}}
     records = []
     for dataset, items in _problems(args).items():
         golds = [g for g, _ in items]
         problems = [sp for _, sp in items]
         gens = _generators(dataset, args)
         res: dict[str, Any] = {}
-        runs = [(m, "blind") for m in args.methods] + [("nsprm", "typed")]
+        runs = [(m, "blind") for m in args.methods] + [(m, "typed") for m in args.methods if m != "prm_only"]
         for method, gkey in runs:
-            label = method if gkey == "blind" else "nsprm (typed enumerator)"
+            label = method if gkey == "blind" else f"{method} (typed enumerator)"
             cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,
                                aggregate=args.aggregate)
             t0 = time.perf_counter()
-            rows = run_search(problems, gens[gkey], scorer if cfg.uses_prm else None, cfg)
+            prm = (baseline_scorer if method == "prm_only" else scorer) if cfg.uses_prm else None
+            rows = run_search(problems, gens[gkey], prm, cfg)
             wall = time.perf_counter() - t0
             summ = _summ(rows, golds)
             summ["wall_s"] = round(wall, 2)

@@ -168,7 +168,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     (out / "config.yaml").write_text(config_yaml)
     pcfg = _plain(cfg.pipeline)
     specs = parse_methods(_plain(cfg.methods), _plain(cfg.get("method_generators")) or {},
-                          _plain(cfg.get("method_overrides")) or {})
+                          _plain(cfg.get("method_overrides")) or {}, _plain(cfg.get("method_prms")) or {})
     problems = load_problems(_plain(cfg.dataset))
     items, n_done = pending_items(problems, specs, out, resume=bool(pcfg.get("resume", True)),
                                   retry_errors=bool(pcfg.get("retry_errors", True)))
@@ -188,20 +188,23 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
                              f"(have {sorted(gen_cfgs)})")
         acfg = _plain(cfg.actors)
         gens = {g: act.ensure_generator(gen_cfgs[g], acfg["generator"], namespace, faults) for g in used_gens}
-        needs_prm = any(not s.is_baseline and s.method != "verifier_only" for s in specs)
-        prm_ref = None
-        if needs_prm:
-            prm_cfg = _plain(cfg.prm)
-            prm_ref = act.ensure_prm(prm_cfg, _prm_checkpoint(prm_cfg), acfg["prm"], namespace, faults)
-        keep = [n for r in [*gens.values(), prm_ref] if r is not None for n in r.names]
+        prm_cfgs: dict[str, Any] = {"default": _plain(cfg.prm)}
+        prm_cfgs.update(_plain(cfg.get("prms")) or {})
+        used_prms = sorted({s.prm for s in specs if not s.is_baseline and s.method != "verifier_only"})
+        missing = [k for k in used_prms if k not in prm_cfgs]
+        if missing:
+            raise ValueError(f"methods use PRM(s) {missing}, not configured in `prms` (have {sorted(prm_cfgs)})")
+        prm_refs = {k: act.ensure_prm(prm_cfgs[k], _prm_checkpoint(prm_cfgs[k]), acfg["prm"], namespace, faults)
+                    for k in used_prms}
+        keep = [n for r in [*gens.values(), *prm_refs.values()] for n in r.names]
         act.release_unused(keep)
-        spec = {"generators": gens, "prm": prm_ref, "methods": specs, "search": _plain(cfg.search),
+        spec = {"generators": gens, "prms": prm_refs, "methods": specs, "search": _plain(cfg.search),
                 "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
                 "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
                 "problem_attempts": pcfg.get("problem_attempts", 2)}
         show = bool(pcfg.get("progress", True)) if progress is None else progress
         stats = run_pipeline(items, spec, pcfg, out, progress=show, run_id=uuid.uuid4().hex[:8])
-        actor_info = act.actor_stats([*gens.values(), prm_ref])
+        actor_info = act.actor_stats([*gens.values(), *prm_refs.values()])
     path = merge(out)
     rows = read_results(path).to_pylist()
     extra = {

@@ -142,8 +142,8 @@ class SearchProblem:
         if use_gold:
             if trace is None:
                 raise ValueError(f"problem {problem.id} has no gold trace to take givens from")
-            gv = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless", g.get("desc", ""))
-                       for g in trace.get("givens", []))
+            gv = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless",
+                             public_desc(g.get("desc", ""))) for g in trace.get("givens", []))
             answer = trace.get("answer") or []
             target = answer[0].get("unit", "") if answer else ""
             source = "gold"
@@ -156,6 +156,18 @@ class SearchProblem:
             source = "llm" if extractor is not None and type(extractor).__name__.startswith("LLM") else "extract"
         return cls(problem.id, problem.text, gv, target or "", problem.answer_value, problem.answer_unit or "",
                    problem.source, problem.gold_steps, source)
+
+
+# The physics generator marks distractors in its gold data; a method must see only what the text says.
+_GOLD_ANNOTATIONS = ("not needed: ",)
+
+
+def public_desc(desc: str) -> str:
+    """A gold given's description as a method may see it: without the data's own annotations."""
+    for mark in _GOLD_ANNOTATIONS:
+        if desc.startswith(mark):
+            return desc[len(mark):]
+    return desc
 
 
 def target_unit_of(target: Any) -> str:

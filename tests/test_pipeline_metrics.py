@@ -164,5 +164,9 @@ def test_dataset_limit_method_specs_and_method_major_work_items():
     assert [(i["id"], i["method"]) for i in items] == [
         (problems[1].id, "nsprm"), (problems[0].id, "direct@llm"), (problems[1].id, "direct@llm"),
         (problems[0].id, "b1"), (problems[1].id, "b1")]
+    assert all(s.prm == "default" for s in specs)
+    specs = parse_methods(["nsprm", "prm_only", {"label": "po2", "method": "prm_only", "prm": "other"}],
+                          method_prms={"prm_only": "baseline"})
+    assert [s.prm for s in specs] == ["default", "baseline", "other"]
     with pytest.raises(ValueError, match="duplicate method labels"):
         parse_methods(["nsprm", "nsprm"])

@@ -93,7 +93,7 @@ def test_config_validation_and_aggregates() -> None:
 @pytest.mark.slow
 def test_nsprm_finds_gold_answers_on_easy_physics(prm) -> None:
     problems = _easy(10)
-    gen, sc = CountingGenerator(EnumeratorGenerator()), CountingScorer(prm)
+    gen, sc = CountingGenerator(EnumeratorGenerator(cap=48)), CountingScorer(prm)
     results = run_search(problems, gen, sc, SearchConfig(method="nsprm", beam_width=2, max_steps=4))
     correct = sum(_correct(r) for r in results)
     assert correct >= 7, [(r.id, r.answer_value, r.gold_value, r.stop_reason) for r in results]
@@ -240,3 +240,13 @@ def test_answers_are_scored_and_compete_with_steps() -> None:
     # verifier_only has no PRM to judge the stop: the first valid answer completes
     vo = run_search([p], ScriptedGenerator(script), None, SearchConfig(method="verifier_only", max_steps=4))[0]
     assert vo.answer_name == "d" and vo.n_scored == 0
+
+
+def test_gold_givens_do_not_reveal_which_are_distractors() -> None:
+    probs = [p for p in generate_problems(60, seed=2)
+             if any(g["desc"].startswith("not needed") for g in p.gold_trace["givens"])]
+    assert probs
+    for p in probs:
+        sp = SearchProblem.from_problem(p, givens="gold")
+        assert not any("not needed" in g.desc for g in sp.givens)
+        assert len(sp.givens) == len(p.gold_trace["givens"])

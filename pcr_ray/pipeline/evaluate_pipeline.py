@@ -40,12 +40,13 @@ BASELINES = ("direct", "pyexec")
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One column of the comparison: a label, the method it runs, the generator key and search overrides."""
+    """One column of the comparison: a label, the method it runs, the generator and PRM keys, search overrides."""
 
     label: str
     method: str
     generator: str = "default"
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    prm: str = "default"
 
     @property
     def is_baseline(self) -> bool:
@@ -53,11 +54,14 @@ class MethodSpec:
 
 
 def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] | None = None,
-                  method_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[MethodSpec]:
-    """Method specs from config: 'nsprm', 'nsprm@llm' (generator key), or {label, method, generator, overrides}."""
+                  method_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                  method_prms: Mapping[str, str] | None = None) -> list[MethodSpec]:
+    """Method specs from config: 'nsprm', 'nsprm@llm' (generator key), or {label, method, generator, prm,
+    overrides}; `method_prms` maps a method or label to a PRM key (default: 'default', the `prm` group)."""
     from pcr_ray.search import METHODS
 
     gens = dict(method_generators or {})
+    prms = dict(method_prms or {})
     ovs = dict(method_overrides or {})
     out: list[MethodSpec] = []
     for m in methods:
@@ -66,15 +70,17 @@ def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] |
             label = str(m.get("label") or method)
             gen = str(m.get("generator") or gens.get(label) or gens.get(method) or "default")
             over = dict(m.get("overrides") or {})
+            prm = str(m.get("prm") or prms.get(label) or prms.get(method) or "default")
         else:
             label = str(m)
             method, _, gen = label.partition("@")
             gen = gen or gens.get(label) or gens.get(method) or "default"
             over = {}
+            prm = str(prms.get(label) or prms.get(method) or "default")
         over = {**dict(ovs.get(method, {}) or {}), **dict(ovs.get(label, {}) or {}), **over}
         if method not in METHODS and method not in BASELINES:
             raise ValueError(f"unknown method {method!r} in `methods`; known: {', '.join(METHODS + BASELINES)}")
-        out.append(MethodSpec(label, method, gen, over))
+        out.append(MethodSpec(label, method, gen, over, prm))
     labels = [s.label for s in out]
     if len(set(labels)) != len(labels):
         raise ValueError(f"duplicate method labels in `methods`: {labels}")
@@ -164,7 +170,7 @@ class SearchWorker:
         self.generators = {k: act.connect(ref) for k, ref in self.refs.items()}
         self.source_overrides = {str(k): dict(v or {}) for k, v in (self.spec.get("source_overrides") or {}).items()}
         self._by_source: dict[tuple[str, str], Any] = {}
-        self.scorer = act.connect(self.spec.get("prm"))
+        self.scorers = {k: act.connect(ref) for k, ref in (self.spec.get("prms") or {}).items()}
         self.specs = {s.label: s for s in self.spec["methods"]}
         self.search_base = dict(self.spec["search"])
         self.baseline_cfg = dict(self.spec.get("baselines") or {})
@@ -210,7 +216,9 @@ class SearchWorker:
         from pcr_ray.search import SearchConfig, run_search
 
         cfg = SearchConfig.from_dict({**self.search_base, **dict(spec.overrides), "method": spec.method})
-        scorer = self.scorer if cfg.uses_prm else None
+        scorer = self.scorers.get(spec.prm) if cfg.uses_prm else None
+        if cfg.uses_prm and scorer is None:
+            raise KeyError(f"method {spec.label!r} needs PRM {spec.prm!r}, which is not configured")
 
         def run(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
             results = run_search([_search_problem(r) for r in group], gen, scorer, cfg)

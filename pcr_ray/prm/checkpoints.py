@@ -24,8 +24,8 @@ from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
 # problems for the quick training: physics with seeds far from the evaluation sets' (0, 1, ...), GSM8K train
 DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
-    {"name": "physics", "kwargs": {"n": 800, "seed": 7919}},
-    {"name": "gsm8k_train", "limit": 600},
+    {"name": "physics", "kwargs": {"n": 400, "seed": 7919}},
+    {"name": "gsm8k_train", "limit": 300},
 )
 
 
