@@ -217,6 +217,12 @@ class SearchResult:
     givens_source: str = ""
     error: str = ""
 
+    @classmethod
+    def for_problem(cls, p: SearchProblem, method: str) -> SearchResult:
+        """An empty result for problem `p` (ids and gold fields filled), to be completed by a method."""
+        return cls(id=p.id, method=method, gold_value=p.gold_value, gold_unit=p.gold_unit, source=p.source,
+                   gold_steps=p.gold_steps, givens_source=p.givens_source)
+
     @property
     def answered(self) -> bool:
         return self.answer_value is not None

@@ -19,9 +19,7 @@ def run_direct(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
     t0 = time.perf_counter()
     reqs = [ProposalRequest(p.id, p.text, p.givens, k=1, mode="direct", target_unit=p.target_unit, seed=seed)
             for p in problems]
-    results = [SearchResult(id=p.id, method="direct", gold_value=p.gold_value, gold_unit=p.gold_unit,
-                            source=p.source, gold_steps=p.gold_steps, givens_source=p.givens_source)
-               for p in problems]
+    results = [SearchResult.for_problem(p, "direct") for p in problems]
     try:
         outs = generator.propose(reqs)
     except Exception as exc:

@@ -35,9 +35,9 @@ def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
     attempts = max(1, int(cfg.get("max_attempts", 2)))
     seed = int(cfg.get("seed", 0))
     t0 = time.perf_counter()
-    results = [SearchResult(id=p.id, method="pyexec", gold_value=p.gold_value, gold_unit=p.gold_unit,
-                            source=p.source, gold_steps=p.gold_steps, givens_source=p.givens_source,
-                            stop_reason="no_answer") for p in problems]
+    results = [SearchResult.for_problem(p, "pyexec") for p in problems]
+    for r in results:
+        r.stop_reason = "no_answer"
     failures: list[Counter] = [Counter() for _ in problems]
     feedback: list[tuple[str, ...]] = [() for _ in problems]
     todo = list(range(len(problems)))

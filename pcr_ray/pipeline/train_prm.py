@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 from pcr_ray.config import cache_dir
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
 from pcr_ray.prm.base import META_FILE
+from pcr_ray.prm.checkpoints import install_checkpoint
 from pcr_ray.prm.pairs import KIND_GROUPS
 
 CONFIG_NAME = "train_prm"
@@ -190,15 +190,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         src = Path(d) / "prm"
         if not (src / META_FILE).exists():
             raise RuntimeError(f"the last Ray Train checkpoint {d} holds no PRM")
-        tmp = output.parent / f".{output.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(src, tmp)
-    old = output.parent / f".{output.name}.old-{os.getpid()}"
-    if output.exists():
-        output.rename(old)
-    tmp.rename(output)
-    shutil.rmtree(old, ignore_errors=True)
+        install_checkpoint(src, output)
     meta = json.loads((output / META_FILE).read_text())
     history = meta.get("train", {}).get("history", [])
     for h in history:

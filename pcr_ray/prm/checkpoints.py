@@ -41,6 +41,20 @@ def find_checkpoint(kind: str = "csp") -> Path | None:
     return p if (p / META_FILE).exists() else None
 
 
+def install_checkpoint(src: Path, dest: Path) -> Path:
+    """Copy the checkpoint folder `src` to `dest`, replacing what is there without a moment of a half folder."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    old = dest.parent / f".{dest.name}.old-{os.getpid()}"
+    if dest.exists():
+        dest.rename(old)
+    tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+    return dest
+
+
 def _check_kind(kind: str) -> None:
     if kind not in PRM_KINDS:
         raise ValueError(f"PRM kind must be one of {PRM_KINDS}, got {kind!r}")
@@ -122,14 +136,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
             metrics, final = train_local(train, val, run_dir, cfg)
-            tmp = dest.parent / f".tmp_{kind}_{os.getpid()}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(final, tmp)
-            old = dest.parent / f".old_{kind}_{os.getpid()}"
-            if dest.exists():
-                dest.rename(old)
-            tmp.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
+            install_checkpoint(Path(final), dest)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         acc = metrics.get("val_pairwise_acc", float("nan"))

@@ -42,9 +42,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
     t0 = time.perf_counter()
     reqs = [ProposalRequest(p.id, p.text, p.givens, (), k=cfg.n_samples, mode="full", target_unit=p.target_unit,
                             seed=cfg.seed) for p in problems]
-    results = [SearchResult(id=p.id, method=cfg.method, gold_value=p.gold_value, gold_unit=p.gold_unit,
-                            source=p.source, gold_steps=p.gold_steps, givens_source=p.givens_source)
-               for p in problems]
+    results = [SearchResult.for_problem(p, cfg.method) for p in problems]
     tg = time.perf_counter()
     try:
         outs = generator.propose(reqs)
