@@ -232,10 +232,10 @@ def _valued(result: Any) -> Any:
     return step_with_value(result.step, result.value if math.isfinite(result.value) else None)
 
 
-def _render_step(step: Any) -> str:
-    from pcr_ray.prm.render import render_step
+def _render_candidate(givens: Any, prefix: Any, step: Any) -> str:
+    from pcr_ray.prm.render import render_candidate
 
-    return render_step(step)
+    return render_candidate(givens, prefix, step)
 
 
 def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
@@ -260,7 +260,7 @@ def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
         if i < len(accepted):
             r = accepted[i]
             step = _valued(r)
-            step_text = _render_step(step)
+            step_text = _render_candidate(givens, prefix, step)
             row_pair.append(_add_pair(pairs, index, (render_context(problem, givens, prefix), step_text)))
             rows.append(_accepted_row(i, r, step_text))
             prefix.append(step)
@@ -301,7 +301,8 @@ def plan_candidates(problem: str, prefix: dict[str, Any], candidates: Sequence[A
     index: dict[tuple[str, str], int] = {}
     rows: list[dict[str, Any]] = []
     row_pair: list[int | None] = []
-    context = render_context(problem, parsed.givens, [_valued(r) for r in results]) if ok and parsed else ""
+    done = [_valued(r) for r in results]
+    context = render_context(problem, parsed.givens, done) if ok and parsed else ""
     for j, cand in enumerate(candidates):
         if not ok or state is None:
             rows.append(_other_row(j, cand, None))
@@ -309,7 +310,7 @@ def plan_candidates(problem: str, prefix: dict[str, Any], candidates: Sequence[A
             continue
         chk = verify_step(state, cand, len(results))
         if chk.ok:
-            step_text = _render_step(_valued(chk.result))
+            step_text = _render_candidate(parsed.givens, done, _valued(chk.result))
             row_pair.append(_add_pair(pairs, index, (context, step_text)))
             row = _accepted_row(j, chk.result, step_text)
             row["index"] = j

@@ -133,7 +133,8 @@ class StepScore(BaseModel):
     value: float | None = None
     unit: str | None = None
     dimension: str | None = None
-    rendered: str | None = Field(default=None, description="the step as the PRM sees it (render_step)")
+    rendered: str | None = Field(default=None, description="the step as the PRM sees it (render_candidate: "
+                                                           "computed quantities named canonically)")
     score: float | None = Field(default=None, description="PRM score in [0, 1]; only for accepted steps")
     diagnostic: DiagnosticModel | None = None
 

@@ -88,13 +88,14 @@ def client(scorer):
 def expected_pairs(problem: str, trace: dict) -> list[tuple[str, str]]:
     """(context, step) of every accepted step, rendered the way CSP training pairs are: steps carry the
     verifier's recomputed values (the spec the service must follow)."""
-    from pcr_ray.prm.render import render_context, render_step, step_with_value
+    from pcr_ray.prm.render import render_candidate, render_context, step_with_value
     from pcr_ray.trace import parse_trace
 
     verdict = verify(trace)
     givens = parse_trace(trace)[0].givens
     done = [step_with_value(r.step, r.value) for r in verdict.steps]
-    return [(render_context(problem, givens, done[:i]), render_step(done[i])) for i in range(len(done))]
+    return [(render_context(problem, givens, done[:i]), render_candidate(givens, done[:i], done[i]))
+            for i in range(len(done))]
 
 
 # ------------------------------------------------------------------------------------------ ASGI (no Ray)

@@ -32,18 +32,13 @@ from typing import Any
 
 from pcr_ray.generators.base import GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
+from pcr_ray.naming import fresh_name
 from pcr_ray.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.primitives.constants import CONSTANTS, constant_dims
 from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME
 from pcr_ray.trace import Out, Step
 from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 
-# Output-name stems by dimension (readable traces; the step number keeps names unique).
-_STEM_UNITS = {
-    "m": "d", "s": "t", "m/s": "v", "m/s^2": "a", "kg": "m", "N": "F", "J": "E", "W": "P", "Pa": "p",
-    "C": "q", "V": "U", "A": "I", "ohm": "R", "Hz": "f", "kg*m/s": "mom", "K": "T", "USD": "c", "item": "n",
-    "m^2": "area", "m^3": "vol", "rad/s": "w", "dimensionless": "r", "F": "cap", "T": "B", "mol": "mol",
-}
 # Words in the problem text that make a dimensionless counting constant worth offering.
 CONST_HINTS: dict[str, str] = {
     "pi": r"circle|radius|diameter|circumference|sphere|cylinder|angular|rpm|revolution|orbit",
@@ -55,26 +50,6 @@ CONST_HINTS: dict[str, str] = {
     "dozen": r"\bdozens?\b",
     "g": r"gravit|\bfall|\bdrop|\bheight|\bweight|\bthrown|\bprojectile|\bincline|\bpendulum|\bfree",
 }
-
-
-def _stem(dims: Dims | None) -> str:
-    if dims is None:
-        return "x"
-    for unit, stem in _STEM_UNITS.items():
-        info = try_unit_info(unit)
-        if info is not None and info.dims == dims:
-            return stem
-    return "q"
-
-
-def fresh_name(dims: Dims | None, index: int, taken: set[str]) -> str:
-    """A new variable name for step `index`: a stem from the dimension and the step number."""
-    base = f"{_stem(dims)}{index + 1}"
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name
 
 
 @dataclass(frozen=True)

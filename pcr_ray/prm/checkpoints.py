@@ -36,9 +36,18 @@ def default_checkpoint_dir(kind: str = "csp") -> Path:
 
 
 def find_checkpoint(kind: str = "csp") -> Path | None:
-    """The cached checkpoint folder of `kind`, or None when there is none."""
+    """The cached checkpoint folder of `kind`, or None when there is none (or it was trained on an older
+    rendering: `ensure_checkpoint` then trains a new one)."""
+    from pcr_ray.prm.model import read_meta
+    from pcr_ray.prm.render import RENDER_VERSION
+
     p = default_checkpoint_dir(kind)
-    return p if (p / META_FILE).exists() else None
+    if not (p / META_FILE).exists():
+        return None
+    try:
+        return p if read_meta(p).render == RENDER_VERSION else None
+    except Exception:  # noqa: BLE001  (an unreadable prm.json: train a new one)
+        return None
 
 
 def install_checkpoint(src: Path, dest: Path) -> Path:

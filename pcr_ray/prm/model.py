@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from pcr_ray.prm.base import CHECKPOINT_FORMAT, ENCODER_DIR, HEAD_FILE, META_FILE
+from pcr_ray.prm.render import RENDER_VERSION
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -63,11 +64,12 @@ class PRMMeta:
     format: int = CHECKPOINT_FORMAT
     created: float = field(default_factory=time.time)
     train: dict[str, Any] = field(default_factory=dict)
+    render: int = RENDER_VERSION  # the rendering (pcr_ray.prm.render) it was trained on; absent in files: 1
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PRMMeta:
-        keys = {"backbone", "kind", "pooling", "max_length", "dropout", "format", "created", "train"}
-        return cls(**{k: v for k, v in d.items() if k in keys})
+        keys = {"backbone", "kind", "pooling", "max_length", "dropout", "format", "created", "train", "render"}
+        return cls(**{"render": 1, **{k: v for k, v in d.items() if k in keys}})
 
 
 class PRMModel(nn.Module):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS, CSPConfig, CSPError, counterfactuals, prepare_gold, random_negatives
-from pcr_ray.prm.render import render_context, render_step
+from pcr_ray.prm.render import render_candidate, render_context
 from pcr_ray.prm.search_pairs import ANSWER_TIMING, SEARCH_KINDS, search_negatives
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
@@ -120,9 +120,10 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
         rows.append({
             "problem_id": pid, "source": source, "split": split, "kind": neg.kind, "t": neg.t, "gold_steps": n,
             "context": ctx, "prefix": prefix_json,
-            "pos_step": render_step(neg.positive),
+            "pos_step": render_candidate(givens, gold.trace.steps[:neg.t], neg.positive),
             "pos_json": json.dumps(neg.positive.to_dict(), separators=(",", ":")),
-            "neg_step": render_step(neg.step), "neg_json": json.dumps(neg.step.to_dict(), separators=(",", ":")),
+            "neg_step": render_candidate(givens, gold.trace.steps[:neg.t], neg.step),
+            "neg_json": json.dumps(neg.step.to_dict(), separators=(",", ":")),
             "pos_value": float(neg.pos_value),
             "neg_value": float("nan") if neg.neg_value is None else float(neg.neg_value),
             "verified": bool(neg.verified), "note": neg.note,

@@ -6,6 +6,12 @@ Compact on purpose (the PRM forward pass is the CPU's bottleneck): a step is
 `[unit]` part only when it has units); givens are `name=value unit`; the context is
 `problem text | givens: ... | steps: s1; s2; ...`. Numbers use at most 4 significant digits in values and 6 in
 literals, so equal computations render equally.
+
+Computed quantities are renamed the way the enumerator names them (`pcr_ray.naming`: dimension stem + step
+number; givens keep their names), in the prefix, in the candidate step and in answer declarations
+(`render_candidate`, `render_answer(..., names=...)`): a gold trace's `Q_warm` and a search's `E3` render
+alike, so what the PRM learns from gold traces is what it sees at search time. `render_step` alone renders a
+step as written (traces shown to people).
 """
 
 from __future__ import annotations
@@ -15,7 +21,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.naming import fresh_name
+from pcr_ray.primitives import REGISTRY
 from pcr_ray.trace import Answer, Given, Out, Step
+from pcr_ray.units import try_unit_info
+
+RENDER_VERSION = 2  # 2: computed quantities renamed canonically (1: names as written)
 
 _DIMLESS = ("", "dimensionless", "1")
 _WS = re.compile(r"\s+")
@@ -56,11 +67,14 @@ def render_step(step: Step | Mapping[str, Any]) -> str:
     return text
 
 
-def render_answer(answer: Sequence[Answer | Mapping[str, Any]], values: Sequence[float | None] | None = None) -> str:
-    """`answer: name = value [unit]` for an answer declaration (values in the declared units), scored like a step."""
+def render_answer(answer: Sequence[Answer | Mapping[str, Any]], values: Sequence[float | None] | None = None,
+                  names: Mapping[str, str] | None = None) -> str:
+    """`answer: name = value [unit]` for an answer declaration (values in the declared units), scored like a step;
+    `names` (from `canonical_names` of the prefix) renames the declared quantities."""
     parts = []
     for i, a in enumerate(answer):
         name, unit = (a["name"], str(a.get("unit") or "")) if isinstance(a, Mapping) else (a.name, a.unit)
+        name = (names or {}).get(name, name)
         v = values[i] if values is not None and i < len(values) else None
         text = name if v is None else f"{name} = {fmt_value(v)}"
         u = _unit(unit)
@@ -78,9 +92,64 @@ def render_given(g: Given | Mapping[str, Any]) -> str:
     return f"{name}={fmt_value(value, 6)}" + (f" {u}" if u else "")
 
 
+def _given_name(g: Given | Mapping[str, Any]) -> str:
+    return str(g["name"]) if isinstance(g, Mapping) else g.name
+
+
+def _dims(unit: str) -> Any:
+    info = try_unit_info(unit or "dimensionless")
+    return info.dims if info is not None else None
+
+
+def canonical_names(givens: Sequence[Given | Mapping[str, Any]], prefix: Sequence[Step | Mapping[str, Any]]
+                    ) -> dict[str, str]:
+    """Each prefix step's output name -> its canonical name (`pcr_ray.naming.fresh_name` of its dimension and
+    position, unique among the givens' names and earlier canonical names)."""
+    taken = {_given_name(g) for g in givens}
+    names: dict[str, str] = {}
+    for i, s in enumerate(prefix):
+        s = s if isinstance(s, Step) else step_from_dict(s)
+        new = fresh_name(_dims(s.out.unit), i, taken)
+        taken.add(new)
+        names[s.out.name] = new
+    return names
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def renamed_step(step: Step, names: Mapping[str, str], out_name: str | None = None) -> Step:
+    """`step` with its variable arguments (and identifiers inside expression arguments) renamed by `names`, and
+    its output named `out_name` (or renamed by `names`). Constant-name arguments stay as they are."""
+    if not names and out_name is None:
+        return step
+    prim = REGISTRY.get(step.op)
+    kinds = {p.name: p.kind for p in prim.params} if prim is not None else {}
+    args: dict[str, Any] = {}
+    for k, v in step.args.items():
+        kind = kinds.get(k, "var")
+        if isinstance(v, str) and kind == "var":
+            v = names.get(v, v)
+        elif isinstance(v, str) and kind == "expr":
+            v = _IDENT.sub(lambda m: names.get(m.group(0), m.group(0)), v)
+        args[k] = v
+    out = Out(out_name if out_name is not None else names.get(step.out.name, step.out.name), step.out.unit)
+    return Step(step.op, args, out, step.value)
+
+
+def render_candidate(givens: Sequence[Given | Mapping[str, Any]], prefix: Sequence[Step | Mapping[str, Any]],
+                     step: Step | Mapping[str, Any]) -> str:
+    """The candidate step after `prefix`, as the PRM sees it: canonical names (see the module docstring)."""
+    step = step if isinstance(step, Step) else step_from_dict(step)
+    names = canonical_names(givens, prefix)
+    taken = {_given_name(g) for g in givens} | set(names.values())
+    return render_step(renamed_step(step, names, fresh_name(_dims(step.out.unit), len(prefix), taken)))
+
+
 def render_context(problem_text: str, givens: Sequence[Given | Mapping[str, Any]],
                    prefix: Sequence[Step | Mapping[str, Any]]) -> str:
-    """`problem | givens: g1; g2 | steps: s1; s2` (steps part omitted when the prefix is empty)."""
+    """`problem | givens: g1; g2 | steps: s1; s2` (steps part omitted when the prefix is empty); the prefix's
+    computed quantities carry their canonical names."""
     text = _WS.sub(" ", problem_text or "").strip()
     if len(text) > MAX_PROBLEM_CHARS:
         text = text[:MAX_PROBLEM_CHARS].rsplit(" ", 1)[0] + " ..."
@@ -88,7 +157,9 @@ def render_context(problem_text: str, givens: Sequence[Given | Mapping[str, Any]
     if givens:
         parts.append("givens: " + "; ".join(render_given(g) for g in givens))
     if prefix:
-        parts.append("steps: " + "; ".join(render_step(s) for s in prefix))
+        steps = [s if isinstance(s, Step) else step_from_dict(s) for s in prefix]
+        names = canonical_names(givens, steps)
+        parts.append("steps: " + "; ".join(render_step(renamed_step(s, names)) for s in steps))
     return " | ".join(parts)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
+from pcr_ray.prm.render import RENDER_VERSION
 
 
 class PRMScorer:
@@ -37,6 +39,10 @@ class PRMScorer:
                         max_batch: int = 64, max_length: int = 256) -> PRMScorer:
         """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU)."""
         model, tok, meta = load_checkpoint(path, device="cpu")
+        if meta.render != RENDER_VERSION:
+            warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
+                          f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
+                          f"retrain it (pcr-ray make-pairs, then pcr-ray train-prm)", stacklevel=2)
         if int8:
             if device != "cpu":
                 raise ValueError("int8 dynamic quantization runs on CPU only")
@@ -45,6 +51,7 @@ class PRMScorer:
             model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
+                    "render": meta.render,
                     "pooling": meta.pooling, "int8": bool(int8), "device": device, "max_length": max_length,
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}

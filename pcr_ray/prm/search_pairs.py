@@ -6,7 +6,7 @@ Two more verifier-passing pair kinds teach exactly that:
 
 - `alternative_step`: at gold prefix t, another dimension-valid step the symbolic enumerator proposes there
   (any op, any output dimension), accepted by the verifier, whose value or dimension differs from the gold
-  step's; it is named like the gold output so that names carry no signal;
+  step's (the rendering names both canonically, so names carry no signal);
 - `answer_timing`: stopping too early vs going on. Before the last step, the positive is the next gold step
   and the negative declares an earlier output of the answer's dimension as the answer; after the last step,
   the positive is the gold answer and the negative is another valid step.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pcr_ray.csp import GoldRun, step_key, step_rng
-from pcr_ray.prm.render import render_answer, render_step
+from pcr_ray.prm.render import canonical_names, render_answer, render_candidate
 from pcr_ray.trace import Answer, Out, Step
 from pcr_ray.verifier import VerifierState, check_answer, check_step
 
@@ -111,15 +111,18 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
     if diags:
         return out
     target_dims = ans_values[0].dims
+    givens = gold.trace.givens
     for t in range(n + 1):
+        prefix = steps[:t]
         state = gold.states[t] if t < n else final_state
         if ALTERNATIVE_STEP in kinds and t < n:
             rng = step_rng(seed, key, t, ALTERNATIVE_STEP)
             pos = steps[t]
             for alt, v in alternatives(gold, state, t, pos.out.name, text, target_unit, rng, per_kind, rel_tol,
                                        ops=ops):
-                out.append(SearchNegative(ALTERNATIVE_STEP, t, render_step(pos), _json(pos.to_dict()),
-                                          render_step(alt), _json(alt.to_dict()), float(pos.value or 0.0), v,
+                out.append(SearchNegative(ALTERNATIVE_STEP, t, render_candidate(givens, prefix, pos),
+                                          _json(pos.to_dict()), render_candidate(givens, prefix, alt),
+                                          _json(alt.to_dict()), float(pos.value or 0.0), v,
                                           f"{pos.op} -> {alt.op}"))
         if ANSWER_TIMING not in kinds:
             continue
@@ -132,16 +135,17 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
                 vals, d = check_answer(state, decl)
                 if d:
                     continue
-                out.append(SearchNegative(ANSWER_TIMING, t, render_step(pos), _json(pos.to_dict()),
-                                          render_answer(decl, [v.value for v in vals]),
+                out.append(SearchNegative(ANSWER_TIMING, t, render_candidate(givens, prefix, pos),
+                                          _json(pos.to_dict()),
+                                          render_answer(decl, [v.value for v in vals], canonical_names(givens, prefix)),
                                           _json({"answer": [a.to_dict() for a in decl]}),
                                           float(pos.value or 0.0), float(vals[0].value), f"early answer {r.name}"))
         else:  # done: answering beats going on
-            pos_text = render_answer(answer, [v.value for v in ans_values])
+            pos_text = render_answer(answer, [v.value for v in ans_values], canonical_names(givens, steps))
             pos_json = _json({"answer": [a.to_dict() for a in answer]})
             for alt, v in alternatives(gold, state, n, None, text, target_unit, rng, per_kind, rel_tol,
                                        ops=ops):
-                out.append(SearchNegative(ANSWER_TIMING, t, pos_text, pos_json, render_step(alt),
+                out.append(SearchNegative(ANSWER_TIMING, t, pos_text, pos_json, render_candidate(givens, steps, alt),
                                           _json(alt.to_dict()), float(ans_values[0].value), v,
                                           f"went on with {alt.op}"))
     return out

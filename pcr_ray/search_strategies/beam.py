@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pcr_ray.generators.base import ProposalRequest, uses_feedback
-from pcr_ray.prm.render import render_answer, render_context
+from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search_strategies.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search_strategies.scoring import ScoreBatch, pair_for
@@ -126,9 +126,10 @@ def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, 
             run.counts["verified"] += 1
             child = Beam(beam.steps, beam.state, beam.scores, beam.verdicts, (), parsed.answer, out.values,
                          rank=next(_SEQ))
-            pair = (render_context(p.text, p.givens, _shown(beam.steps, cfg)),
-                    render_answer(parsed.answer, [v.value for v in out.values] if cfg.render_values else None)) \
-                if cfg.uses_prm else None
+            shown = _shown(beam.steps, cfg)
+            pair = (render_context(p.text, p.givens, shown),
+                    render_answer(parsed.answer, [v.value for v in out.values] if cfg.render_values else None,
+                                  names=canonical_names(p.givens, shown))) if cfg.uses_prm else None
             children.append(_Child(child, b, pair, True))
             _log(run, cfg, it, b, raw, "answer", "ok" if out.verifier_ok else out.diagnostic.code)
             continue

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.prm.render import render_context, render_step
+from pcr_ray.prm.render import render_candidate, render_context
 from pcr_ray.trace import Given, Step
 
 
@@ -17,7 +17,7 @@ def pair_for(problem_text: str, givens: Sequence[Given], prefix: Sequence[Step],
     if not with_values:
         prefix = [Step(s.op, s.args, s.out, None) for s in prefix]
         step = Step(step.op, step.args, step.out, None)
-    return render_context(problem_text, givens, prefix), render_step(step)
+    return render_context(problem_text, givens, prefix), render_candidate(givens, prefix, step)
 
 
 @dataclass
