@@ -127,5 +127,46 @@ def test_ensure_checkpoint_trains_once_then_reuses(tiny, tmp_path, monkeypatch):
     assert ck.ensure_checkpoint("random", backbone="no-such-backbone") == path  # cached: no training
     assert (path / "prm.json").stat().st_mtime_ns == stamp
     assert not list(path.parent.glob(".run_*")) and not list(path.parent.glob(".tmp_*"))
+    # a checkpoint trained on an older rendering is not reused (ensure_checkpoint would retrain) and warns
+    import json
+
+    meta = json.loads((path / "prm.json").read_text())
+    assert meta["render"] == 2
+    (path / "prm.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "render"}))
+    assert ck.find_checkpoint("random") is None
+    with pytest.warns(UserWarning, match="rendering v1"):
+        PRMScorer.from_checkpoint(path, max_length=64)
     with pytest.raises(ValueError, match="kind"):
         ck.ensure_checkpoint("bogus")
+
+
+def test_init_from_continues_from_a_checkpoint(tiny, gen_pairs, tmp_path):
+    """init_from starts from a finished PRM's weights (head included), not from a freshly initialized model."""
+    train, val = gen_pairs
+    cfg = {"backbone": str(tiny), "epochs": 1, "batch_size": 8, "max_length": 96, "lr": 1e-3, "seed": 5,
+           "progress": False}
+    _, first = train_local(train, val, tmp_path / "first", cfg)
+    still = {**cfg, "lr": 1e-12, "head_lr": 1e-12, "max_seconds": 1e-6, "seed": 6}  # one batch, no real update
+    m, cont = train_local(train, val, tmp_path / "cont", {**still, "init_from": str(first)})
+    _, fresh = train_local(train, val, tmp_path / "fresh", still)
+    start, after, new = _scores(first, val), _scores(cont, val), _scores(fresh, val)
+    assert m["train_pairs"] == 8
+    assert max(abs(x - y) for x, y in zip(after, start, strict=True)) < 1e-6
+    assert max(abs(x - y) for x, y in zip(new, start, strict=True)) > 1e-3
+    with pytest.raises(FileNotFoundError, match="init_from"):
+        train_local(train, val, tmp_path / "bad", {**cfg, "init_from": str(tmp_path / "nope")})
+
+
+def test_kind_weights_shift_a_limited_subset():
+    from pcr_ray.pipeline.train_prm import pair_rank
+
+    keys = [(f"p{i}|0|{kind}|x", kind) for i in range(4000) for kind in ("a", "b")]
+
+    def share_b(weights):
+        top = sorted(keys, key=lambda kk: -pair_rank(kk[0], 0, weights.get(kk[1], 1.0)))[:1000]
+        return sum(k == "b" for _, k in top) / len(top)
+
+    assert 0.45 < share_b({}) < 0.55  # natural share
+    assert 0.62 < share_b({"b": 2.0}) < 0.72  # weight 2: odds about 2:1
+    assert share_b({"b": 0.5}) < 0.38
+    assert pair_rank("k", 0) == pair_rank("k", 0) != pair_rank("k", 1)  # deterministic, seeded

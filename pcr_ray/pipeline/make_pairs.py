@@ -203,7 +203,9 @@ def hydra_main(config_name: str, argv: Sequence[str], run: Any, usage: str) -> i
     try:
         cfg = compose_config(config_name, argv)
     except Exception as exc:  # noqa: BLE001  (hydra's override/compose errors)
-        print(f"pcr-ray {config_name.replace('_', '-')}: bad configuration: {exc}".splitlines()[0], file=sys.stderr)
+        # hydra's message, with its hint line ("To append to your config use +key=...") when it has one
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()][:2]
+        print(f"pcr-ray {config_name.replace('_', '-')}: bad configuration: " + "\n  ".join(lines), file=sys.stderr)
         return 2
     try:
         run(cfg)

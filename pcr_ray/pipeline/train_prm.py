@@ -106,16 +106,27 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     train_loop(cfg, RaySession(cfg.seed, int(config.get("shuffle_buffer", 0))))
 
 
-def _rank_batch(batch: Any, seed: int) -> Any:
+def pair_rank(key: str, seed: int, weight: float = 1.0) -> float:
+    """A pair's sampling key: u**(1/weight) for a hash-uniform u (weighted sampling without replacement, largest
+    first: Efraimidis-Spirakis), so a kind with weight 2 is about twice as likely to be in a limited subset."""
+    h = int.from_bytes(hashlib.sha1(f"{seed}|{key}".encode()).digest()[:8], "big")
+    u = (h + 1) / (2**64 + 1)
+    return u ** (1.0 / weight)
+
+
+def _rank_batch(batch: Any, seed: int, weights: Mapping[str, float]) -> Any:
     keys = (batch["problem_id"].astype(str) + "|" + batch["t"].astype(str) + "|" + batch["kind"].astype(str) + "|"
             + batch["neg_step"].astype(str))
     batch = batch.copy()
-    batch["rank"] = [hashlib.sha1(f"{seed}|{k}".encode()).hexdigest() for k in keys]
+    batch["rank"] = [-pair_rank(k, seed, float(weights.get(kind, 1.0)))
+                     for k, kind in zip(keys, batch["kind"], strict=True)]
     return batch
 
 
-def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...], limit: int = 0, seed: int = 0) -> Any:
-    """A Ray Dataset of the pairs of one split and kinds; `limit` > 0 keeps a deterministic hash-ranked subset."""
+def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...], limit: int = 0, seed: int = 0,
+                       kind_weights: Mapping[str, float] | None = None) -> Any:
+    """A Ray Dataset of the pairs of one split and kinds; `limit` > 0 keeps a deterministic hash-ranked subset,
+    in which a kind's share is scaled by `kind_weights[kind]` (default 1: its natural share)."""
     import ray
 
     path = Path(pairs_dir) / split
@@ -125,7 +136,12 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
     wanted = set(kinds)
     ds = ds.map_batches(lambda b: b[b["kind"].isin(wanted)], batch_format="pandas")
     if limit and limit > 0:
-        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed}, batch_format="pandas").sort("rank").limit(limit)
+        weights = {str(k): float(v) for k, v in (kind_weights or {}).items()}
+        bad = {k: v for k, v in weights.items() if not v > 0}
+        if bad:
+            raise ValueError(f"kind_weights must be > 0, got {bad}")
+        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed, "weights": weights},
+                            batch_format="pandas").sort("rank").limit(limit)
         ds = ds.drop_columns(["rank"])
     return ds
 
@@ -156,7 +172,12 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         shutil.rmtree(storage / run_name, ignore_errors=True)
 
     _init_ray(cfg.get("ray"))
-    train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg.get("limit_train") or 0), seed).materialize()
+    weights = dict(cfg.get("kind_weights") or {})
+    unknown = sorted(set(weights) - set(kinds))
+    if unknown:
+        raise ValueError(f"kind_weights names kinds {unknown} that are not trained on (kinds: {list(kinds)})")
+    train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg.get("limit_train") or 0), seed,
+                                  weights).materialize()
     val_ds = load_pairs_dataset(pairs_dir, "validation", kinds, int(cfg.get("limit_val") or 0), seed).materialize()
     n_train, n_val = train_ds.count(), val_ds.count()
     if n_train == 0:

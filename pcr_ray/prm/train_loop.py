@@ -67,6 +67,7 @@ class TrainConfig:
     progress: bool = True
     group_window: int = 16  # >0: rows of this many batches are regrouped by length (less padding), then shuffled
     log_every: int = 0  # >0: also print a line every this many batches (rank 0), for logs without a tty
+    init_from: str = ""  # a PRM checkpoint folder to start from (continued training); a resumed run ignores it
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -181,7 +182,7 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
-    model, tokenizer = build_model(cfg.backbone, pooling=cfg.pooling, dropout=cfg.dropout, seed=cfg.seed)
+    model, tokenizer = _initial_model(cfg)
     device = session.device()
     optimizer = _optimizer(model, cfg)
     total_steps = cfg.epochs * _steps_per_epoch(cfg, session.world_size)
@@ -266,6 +267,20 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         if stopped:
             break
     return last
+
+
+def _initial_model(cfg: TrainConfig) -> tuple[PRMModel, Any]:
+    """A fresh model from the backbone, or the weights of `cfg.init_from` (same pooling) to train further."""
+    if not cfg.init_from:
+        return build_model(cfg.backbone, pooling=cfg.pooling, dropout=cfg.dropout, seed=cfg.seed)
+    path = Path(cfg.init_from).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"init_from={cfg.init_from!r}: no such PRM checkpoint folder")
+    model, tokenizer, meta = load_checkpoint(path)
+    if meta.pooling != cfg.pooling:
+        raise ValueError(f"init_from={cfg.init_from!r} uses pooling {meta.pooling!r}, the config {cfg.pooling!r}")
+    torch.manual_seed(cfg.seed)
+    return model.train(), tokenizer
 
 
 def length_grouped(batches: Iterable[Batch], batch_size: int, window: int, seed: str) -> Iterator[Batch]:
