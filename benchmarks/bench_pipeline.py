@@ -26,12 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine_info, write_result  # noqa: E402
 
 
-def _overrides(n: int, workers: int, run_dir: Path, cap: int, beam: int, seed: int) -> list[str]:
+def _overrides(n: int, workers: int, run_dir: Path, cap: int, beam: int, seed: int, in_flight: int = 2,
+               fuse: bool = True) -> list[str]:
     return [
         "dataset=physics", f"dataset.sources=[{{name: physics, limit: {n}, kwargs: {{n: {n}, seed: {seed}}}}}]",
         "generator=enumerator", f"generator.cap={cap}", "methods=[verifier_only]",
         f"search.beam_width={beam}", "search.max_steps=5", "search.max_backtracks=1",
         f"pipeline.num_search_workers={workers}", "pipeline.batch_size=2", "pipeline.progress=false",
+        f"pipeline.worker_tasks_in_flight={in_flight}", f"pipeline.fuse_light_stages={str(fuse).lower()}",
         f"run_dir={run_dir}",
     ]
 
@@ -69,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--cap", type=int, default=192, help="enumerated candidates per beam and step")
     ap.add_argument("--beam", type=int, default=3)
+    ap.add_argument("--separate-stages", action="store_true",
+                    help="extract givens and grade as their own Ray Data stages (pipeline.fuse_light_stages=false)")
+    ap.add_argument("--name", default="bench_pipeline", help="results file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--tasks-in-flight", type=int, default=2,
+                    help="batches queued at each search worker (pipeline.worker_tasks_in_flight)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import ray
@@ -81,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[int, list[dict]] = {1: [], 2: []}
     try:
         with tempfile.TemporaryDirectory(prefix="bench_pipeline_") as tmp:
-            evaluate(compose_config(_overrides(4, 2, Path(tmp) / "warmup", args.cap, args.beam, 99)))
+            evaluate(compose_config(_overrides(4, 2, Path(tmp) / "warmup", args.cap, args.beam, 99,
+                                               args.tasks_in_flight, not args.separate_stages)))
             for rep in range(args.repeats):
                 for workers in (1, 2):
                     run_dir = Path(tmp) / f"w{workers}_r{rep}"
                     load0 = os.getloadavg()[0]
                     out = evaluate(compose_config(_overrides(args.problems, workers, run_dir, args.cap, args.beam,
-                                                             0)))
+                                                             0, args.tasks_in_flight, not args.separate_stages)))
                     m = json.loads((out / "metrics.json").read_text())
                     rec = {"workers": workers, "repeat": rep, "problems": m["n_problems"],
                            "pipeline_s": m["pipeline_s"], "problems_per_s": m["n_problems"] / m["pipeline_s"],
@@ -105,11 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median throughput: 1 worker {med[1]:.3f} problems/s, 2 workers {med[2]:.3f} problems/s; "
           f"scaling {ratio:.2f}x (goal >= 1.7x); raw CPU scaling before/after {raw_before['ratio']:.2f}x/"
           f"{raw_after['ratio']:.2f}x")
-    write_result("bench_pipeline", {
+    write_result(args.name, {
         "benchmark": "evaluation pipeline throughput, 1 vs 2 search workers (same process, same Ray)",
         "workload": {"dataset": "physics (generated)", "problems": args.problems, "method": "verifier_only",
                      "generator": f"enumerator (in-worker), cap {args.cap}", "beam_width": args.beam,
-                     "max_steps": 5, "batch_size": 2},
+                     "max_steps": 5, "batch_size": 2, "worker_tasks_in_flight": args.tasks_in_flight,
+                     "fuse_light_stages": not args.separate_stages},
         "runs": runs[1] + runs[2],
         "median_problems_per_s": {"1": med[1], "2": med[2]},
         "scaling_2_vs_1": ratio,

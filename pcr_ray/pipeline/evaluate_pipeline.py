@@ -5,6 +5,11 @@
                            -> map_batches(grade_batch, CPU task)
                            -> driver: iter_batches -> one parquet shard per batch, progress bar
 
+With `pipeline.fuse_light_stages` (the default) extract_givens and grade_batch run inside the SearchWorker
+call, on the batch it was given: the same functions, but no task stages, worker processes or object
+transfers of their own, which on a small machine take CPU from the search workers. Turn it off when
+extraction is heavy and should scale on its own (e.g. an LLM extractor on other nodes).
+
 Fault tolerance: search workers are restarted by Ray Data (max_restarts) and their batch retried
 (max_task_retries); model actors restart by their own options; an exception inside a search is retried
 problem by problem, then recorded as an error row; if the dataset itself fails, the driver reruns what is
@@ -177,9 +182,16 @@ class SearchWorker:
         self.attempts = max(1, int(self.spec.get("problem_attempts", 2)))
         self.faults = dict(self.spec.get("faults") or {})
         self.where = f"{socket.gethostname()}:{os.getpid()}"
+        self.fused_givens = self.spec.get("fused_givens")  # None: extract/grade run as their own stages
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         act.maybe_inject_fault("search_worker", self.faults)
+        if self.fused_givens is not None:
+            batch = extract_givens(batch, str(self.fused_givens))
+        out = self._search(batch)
+        return grade_batch(out) if self.fused_givens is not None else out
+
+    def _search(self, batch: pd.DataFrame) -> pd.DataFrame:
         rows = batch.to_dict("records")
         doomed = str(self.faults.get("exit_for_problem") or "")
         if doomed and any(str(r["id"]) == doomed for r in rows):
@@ -448,23 +460,29 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
     n_blocks = max(1, math.ceil(len(items) / max(1, batch_size)))
     n_workers = max(1, min(int(pcfg.get("num_search_workers", 2)), n_blocks))  # no idle workers on small runs
     ds = ray.data.from_items(items, override_num_blocks=n_blocks)
+    fused = bool(pcfg.get("fuse_light_stages", True))
+    givens_mode = str(pcfg.get("givens", "auto"))
+    spec = {**spec, "fused_givens": givens_mode if fused else None}
     # The light CPU stages ask for few logical CPUs, so the worker pool never starves them, and a bounded task
     # pool, so a zero-CPU request cannot fan out into one worker process per block.
     tasks = ray.data.TaskPoolStrategy(size=max(1, int(pcfg.get("task_concurrency", 1))))
-    ds = ds.map_batches(extract_givens, batch_format="pandas", batch_size=batch_size, num_cpus=task_cpus,
-                        compute=tasks, fn_kwargs={"givens_mode": str(pcfg.get("givens", "auto"))})
+    if not fused:
+        ds = ds.map_batches(extract_givens, batch_format="pandas", batch_size=batch_size, num_cpus=task_cpus,
+                            compute=tasks, fn_kwargs={"givens_mode": givens_mode})
     with warnings.catch_warnings():
         # Bounded restarts need max_restarts/max_task_retries, which Ray 2.60 only takes as (deprecated)
         # ray_remote_args; its defaults (-1, -1) would retry a batch that always kills its worker forever.
         warnings.simplefilter("ignore", category=DeprecationWarning)
         ds = ds.map_batches(
             SearchWorker, fn_constructor_kwargs={"spec": spec}, batch_format="pandas", batch_size=batch_size,
-            compute=ray.data.ActorPoolStrategy(size=n_workers, max_tasks_in_flight_per_actor=1),
+            compute=ray.data.ActorPoolStrategy(
+                size=n_workers, max_tasks_in_flight_per_actor=max(1, int(pcfg.get("worker_tasks_in_flight", 2)))),
             num_cpus=float(pcfg.get("worker_num_cpus", 1.0)),
             max_restarts=int(pcfg.get("worker_max_restarts", 3)),
             max_task_retries=int(pcfg.get("worker_max_task_retries", 3)),
         )
-    ds = ds.map_batches(grade_batch, batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
+    if not fused:
+        ds = ds.map_batches(grade_batch, batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
     return ds
 
 
