@@ -132,7 +132,7 @@ def main() -> None:
             summ["s_per_problem"] = round(wall / max(1, len(rows)), 3)
             summ["generator"] = gens[gkey].identity
             res[label] = summ
-            records += [{"dataset": dataset, "method": label, **r.to_record()} for r in rows]
+            records += [{"dataset": dataset, **r.to_record(), "method": label} for r in rows]
             print(f"{dataset:8s} {label:26s} acc {summ['acc']:.3f}  answered {summ['answered']:.2f}  candidates "
                   f"{summ['candidates']:7d}  verified {summ['verified']:6d}  PRM fwd {summ['prm_forward']:6d}  "
                   f"{summ['s_per_problem']:.2f} s/problem", flush=True)
