@@ -71,6 +71,19 @@ def test_metrics_json_agrees_with_results_and_files_exist(smoke_run):
     assert "beam_width: 2" in (smoke_run / "config.yaml").read_text()
 
 
+def test_separate_stage_layout_gives_the_same_rows(smoke_run, tmp_path, tiny_prm):
+    """pipeline.fuse_light_stages=false (extract givens and grade as their own Ray Data task stages) runs the
+    same functions: the same answers, grades and counts as the default layout."""
+    run = evaluate(compose_config(smoke_overrides(tmp_path / "separate", tiny_prm,
+                                                  "pipeline.fuse_light_stages=false")))
+    key = lambda r: (r["problem_id"], r["method"])  # noqa: E731
+    cols = ("answer_value", "answer_unit", "correct", "silent_failure", "error_type", "n_steps", "candidates",
+            "prm_calls", "step_scores", "givens_json")
+    fused = {key(r): [r[c] for c in cols] for r in read_rows(smoke_run)}
+    separate = {key(r): [r[c] for c in cols] for r in read_rows(run)}
+    assert separate == fused and len(fused) == SMOKE_PROBLEMS * len(SMOKE_METHODS)
+
+
 def test_rerun_skips_finished_rows_and_redoes_a_lost_shard(smoke_run, tmp_path, tiny_prm):
     run = tmp_path / "resumed"
     shutil.copytree(smoke_run, run)

@@ -155,6 +155,8 @@ def test_init_from_continues_from_a_checkpoint(tiny, gen_pairs, tmp_path):
     assert max(abs(x - y) for x, y in zip(new, start, strict=True)) > 1e-3
     with pytest.raises(FileNotFoundError, match="init_from"):
         train_local(train, val, tmp_path / "bad", {**cfg, "init_from": str(tmp_path / "nope")})
+    with pytest.raises(ValueError, match="pooling"):  # another backbone or pooling than the checkpoint's
+        train_local(train, val, tmp_path / "bad2", {**cfg, "init_from": str(first), "pooling": "cls"})
 
 
 def test_kind_weights_shift_a_limited_subset():

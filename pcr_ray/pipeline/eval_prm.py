@@ -100,7 +100,8 @@ def resolve_checkpoint(prm: Mapping[str, Any]) -> Path:
         return p.resolve()
     found = find_checkpoint(str(prm.get("kind", "csp")))
     if found is None:
-        raise FileNotFoundError(f"no cached {prm.get('kind', 'csp')} PRM checkpoint; train one with "
+        raise FileNotFoundError(f"no cached {prm.get('kind', 'csp')} PRM checkpoint (or only one trained on an "
+                                f"older rendering); train one with "
                                 f"`pcr-ray train-prm` or pass prm.checkpoint=/path")
     return found
 

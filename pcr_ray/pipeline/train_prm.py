@@ -188,6 +188,8 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "dropout": float(prm.get("dropout", 0.1)), "max_length": int(prm.get("max_length", 160)), "kind": kind,
         **tcfg, "n_train": int(n_train),
     }
+    if train_cfg.get("init_from"):  # the Ray Train workers run in another directory: pass an absolute path
+        train_cfg["init_from"] = str(Path(str(train_cfg["init_from"])).expanduser().resolve())
     if not train_cfg.get("torch_threads") and not scaling.get("use_gpu"):
         train_cfg["torch_threads"] = max(1, int(cpus))
     print(f"[train-prm] {kind} PRM: {n_train} train / {n_val} validation pairs (kinds {list(kinds)}), "

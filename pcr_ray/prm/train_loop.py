@@ -277,8 +277,9 @@ def _initial_model(cfg: TrainConfig) -> tuple[PRMModel, Any]:
     if not path.is_dir():
         raise FileNotFoundError(f"init_from={cfg.init_from!r}: no such PRM checkpoint folder")
     model, tokenizer, meta = load_checkpoint(path)
-    if meta.pooling != cfg.pooling:
-        raise ValueError(f"init_from={cfg.init_from!r} uses pooling {meta.pooling!r}, the config {cfg.pooling!r}")
+    if (meta.pooling, meta.backbone) != (cfg.pooling, cfg.backbone):
+        raise ValueError(f"init_from={cfg.init_from!r} is a {meta.backbone!r} PRM with {meta.pooling!r} pooling; "
+                         f"the config says {cfg.backbone!r} with {cfg.pooling!r} (choose the matching prm=...)")
     torch.manual_seed(cfg.seed)
     return model.train(), tokenizer
 
