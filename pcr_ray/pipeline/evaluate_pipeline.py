@@ -510,7 +510,9 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
             bs = batch_size if rnd == 0 else max(1, batch_size // (4 ** rnd))
             todo = {key(it) for it in pending}
             try:
-                ds = build_dataset(pending, spec, pcfg, bs)
+                # Retry rounds isolate each batch (1 in flight): a batch queued behind one that kills its worker
+                # would die with it again.
+                ds = build_dataset(pending, spec, pcfg if rnd == 0 else {**pcfg, "worker_tasks_in_flight": 1}, bs)
                 for batch in ds.iter_batches(batch_size=None, batch_format="pandas", prefetch_batches=0):
                     recs = [r for r in batch.to_dict("records") if (str(r["problem_id"]), str(r["method"])) in todo]
                     for r in recs:
