@@ -8,11 +8,14 @@ Rules shared by both modes, so that the output is deterministic:
 - a variable is never paired with itself, except in `mul` (a square);
 - commutative ops take their arguments in one order only;
 - `const` names are offered when the constant fills an exact-dimension parameter of some op whose other
-  exact parameters are at hand, or when a hint word of a dimensionless constant is in the text;
+  exact parameters are at hand (even when a variable of its dimension is given: g beside a braking
+  acceleration), or when a hint word of a dimensionless constant is in the text;
 - dimensionless parameters may also take the configured literals;
-- candidates that use more variables not used yet come first, then ops with more exact-dimension parameters
-  (domain formulas before generic arithmetic), then fewer literals; beyond `cap`, the first half of the cap is kept in
-  that order and the rest is a seeded sample (seed from the request seed, problem id and step number);
+- useful constant loads come first (few, and a prerequisite of the formulas that need them); then candidates by
+  the number of variables not used yet plus the op's exact-dimension parameters (domain formulas before generic
+  arithmetic), then fewer literals; beyond `cap`, the first half of the cap is kept in that order, at most
+  `head_per_op` per op (each constant its own) before the rest of that half, and the other half is a seeded
+  sample (seed from the request seed, problem id and step number);
 - answer declarations come first: {"answer": [{name, unit}]} for each step output that has the target's
   dimension (typed; any output when blind) and whose computation covers every nonzero given
   (`answer_coverage='all'`), or every step output (`'any'`).
@@ -73,6 +76,7 @@ class EnumeratorGenerator:
     answer_coverage: str = "any"
     rollout_max_steps: int = 6
     max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
+    head_per_op: int = 1  # >0: the capped head takes at most this many per op before the rest by priority
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
@@ -92,7 +96,7 @@ class EnumeratorGenerator:
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
         known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
-                 "max_per_op"}
+                 "max_per_op", "head_per_op"}
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
@@ -142,6 +146,20 @@ class EnumeratorGenerator:
         if len(cands) <= self.cap:
             return cands
         head = self.cap // 2
+        if self.head_per_op > 0:  # spread the head over ops: one op's many bindings cannot fill it
+            per_op: dict[str, int] = {}
+            first: list[int] = []
+            for i, c in enumerate(cands):
+                op = c.obj["op"] if c.obj["op"] != "const" else f"const:{c.obj['args']['name']}"
+                if per_op.get(op, 0) < self.head_per_op:
+                    per_op[op] = per_op.get(op, 0) + 1
+                    first.append(i)
+                    if len(first) == head:
+                        break
+            chosen = set(first)
+            first += [i for i in range(len(cands)) if i not in chosen][: head - len(first)]
+            chosen = set(first)
+            cands = [cands[i] for i in sorted(first)] + [c for i, c in enumerate(cands) if i not in chosen]
         rest = cands[head:]
         picked = sorted(rng.sample(range(len(rest)), self.cap - head))
         return cands[:head] + [rest[i] for i in picked]
@@ -162,7 +180,8 @@ class EnumeratorGenerator:
                 for cname in self._useful_consts(req, variables, defined_consts):
                     d = constant_dims(cname)  # parses: _useful_consts checked
                     obj = self._step_obj("const", {"name": cname}, d, index, taken, target)
-                    cands.append(_Cand((0, 0, 0, order, cname), obj))
+                    # a constant load is few candidates and a prerequisite of the formulas that need it: first
+                    cands.append(_Cand((-1000, 0, order, cname), obj))
                 continue
             for n_bound, binding in enumerate(self._bindings(prim, variables)):
                 if n_bound >= self.max_per_op:
@@ -178,7 +197,7 @@ class EnumeratorGenerator:
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
                 obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
-                cands.append(_Cand((-n_unused, -n_exact[prim.name], n_lit, order, key), obj))
+                cands.append(_Cand((-n_unused - n_exact[prim.name], n_lit, order, key), obj))
         return answers, cands
 
     def _step_obj(self, op: str, args: dict[str, Any], dims: Dims | None, index: int, taken: set[str],
@@ -276,7 +295,7 @@ class EnumeratorGenerator:
                 continue
             if d == DIMENSIONLESS:
                 continue
-            if d not in dims_at_hand and self._fills_exact_param(d, dims_at_hand):
+            if self._fills_exact_param(d, dims_at_hand):
                 out.append(cname)
         return out
 
