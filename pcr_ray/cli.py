@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "primitives": ("pcr_ray.commands:primitives_main", "list the registered primitives (--markdown for the docs)"),
     "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
     "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
+    "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
     "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),

@@ -20,11 +20,13 @@ import numpy as np
 from pcr_ray.config import cache_dir
 from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
+from pcr_ray.prm.mine import MINED_KINDS
 from pcr_ray.prm.search_pairs import SEARCH_KINDS
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
                                       "verifier-passing (all)": CSP_KINDS + SEARCH_KINDS,
+                                      "mined (all)": MINED_KINDS,
                                       "random (all)": RANDOM_KINDS}
 
 

@@ -24,6 +24,7 @@ from pcr_ray.config import cache_dir
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
+from pcr_ray.prm.mine import MINED_KINDS
 from pcr_ray.prm.pairs import KIND_GROUPS
 
 CONFIG_NAME = "train_prm"
@@ -106,6 +107,11 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     train_loop(cfg, RaySession(cfg.seed, int(config.get("shuffle_buffer", 0))))
 
 
+def default_kinds(prm_kind: str) -> tuple[str, ...]:
+    """The pair kinds a PRM of this kind trains on; the NS-PRM also on mine-pairs' output when there is some."""
+    return KIND_GROUPS[prm_kind] + (MINED_KINDS if prm_kind == "csp" else ())
+
+
 def pair_rank(key: str, seed: int, weight: float = 1.0) -> float:
     """A pair's sampling key: u**(1/weight) for a hash-uniform u (weighted sampling without replacement, largest
     first: Efraimidis-Spirakis), so a kind with weight 2 is about twice as likely to be in a limited subset."""
@@ -156,7 +162,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     kind = str(prm.get("kind", "csp"))
     if kind not in KIND_GROUPS:
         raise ValueError(f"prm.kind must be one of {sorted(KIND_GROUPS)}, got {kind!r}")
-    kinds = tuple(cfg.get("kinds") or KIND_GROUPS[kind])
+    kinds = tuple(cfg.get("kinds") or default_kinds(kind))
     pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
     output = Path(str(cfg.get("output") or (cache_dir() / "prm" / kind))).expanduser().resolve()
     storage = Path(str(cfg.get("storage_path") or (cache_dir() / "ray_train"))).expanduser().resolve()

@@ -1,0 +1,154 @@
+"""`pcr-ray mine-pairs`: listwise answer-timing negatives mined with a PRM checkpoint, added to make-pairs' output.
+
+Problems come from the same sources as make-pairs (same split hash, so a problem keeps its split); Ray Data maps
+`pcr_ray.prm.mine.mine_rows` over them in PRM actors (ActorPoolStrategy), or it runs in this process
+(`use_ray: false`). Writes <pairs_dir>/<split>/mined_answer_timing.parquet next to pairs.parquet (train-prm and
+eval-prm read every parquet file of a split) and <pairs_dir>/mined_summary.json. The mined pairs belong to the
+PRM that mined them: re-running make-pairs replaces the folder, mined files included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.pipeline.eval_prm import resolve_checkpoint
+from pcr_ray.pipeline.make_pairs import _init_ray, _problem_rows, default_pairs_dir, hydra_main
+from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, mine_rows
+from pcr_ray.prm.pairs import PAIR_COLUMNS, SPLITS, split_of
+
+CONFIG_NAME = "mine_pairs"
+
+
+def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
+    kw: dict[str, Any] = {"per_problem": int(cfg.get("per_problem", 4)), "cap": int(cfg.get("cap", 48)),
+                          "seed": int(cfg.get("seed", 0)), "rel_tol": float(cfg.get("rel_tol", 1e-3)),
+                          "split_fractions": tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1))}
+    if cfg.get("generators") is not None:
+        kw["generators"] = {str(k): dict(v) for k, v in dict(cfg["generators"]).items()}
+    return MineConfig(**kw)
+
+
+class MineBatch:
+    """map_batches UDF (an actor): loads the PRM once, mines a pandas batch of Problem rows."""
+
+    def __init__(self, checkpoint: str, mine_cfg: MineConfig, int8: bool = True, max_batch: int = 64,
+                 max_length: int = 160, torch_threads: int = 0) -> None:
+        if torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(torch_threads)
+        from pcr_ray.prm.scorer import PRMScorer
+
+        self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length)
+        self.cfg = mine_cfg
+
+    def __call__(self, batch: Any) -> Any:
+        import pandas as pd
+
+        rows, _ = mine_rows(batch.to_dict("records"), self.scorer, self.cfg)
+        return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+
+
+def _select_problems(rows: list[dict[str, Any]], cfg: Mapping[str, Any], mcfg: MineConfig) -> list[dict[str, Any]]:
+    """The problems of the configured splits, at most limit_per_split of each (a hash order of the ids, so a
+    limited set mixes the sources)."""
+    splits = [str(s) for s in (cfg.get("splits") or SPLITS)]
+    bad = [s for s in splits if s not in SPLITS]
+    if bad:
+        raise ValueError(f"splits must be among {list(SPLITS)}, got {bad}")
+    lim = cfg.get("limit_per_split") or 0
+    limits = {s: int((lim.get(s) or 0) if isinstance(lim, Mapping) else lim) for s in splits}
+    taken = dict.fromkeys(splits, 0)
+    out = []
+    for r in sorted(rows, key=lambda r: hashlib.sha1(f"mine:{r['id']}".encode()).hexdigest()):
+        s = split_of(str(r["id"]), mcfg.split_fractions)
+        if s in taken and (limits[s] <= 0 or taken[s] < limits[s]):
+            taken[s] += 1
+            out.append(r)
+    return out
+
+
+def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Mine pairs as configured (a mine_pairs config as a dict); returns the summary."""
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    prm = dict(cfg.get("prm") or {})
+    ckpt = resolve_checkpoint(prm)
+    mcfg = _mine_config(cfg)
+    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser().resolve()
+    if not (pairs_dir / "train").exists():
+        raise FileNotFoundError(f"no pairs at {pairs_dir}; run `pcr-ray make-pairs` first (mined pairs are added "
+                                f"to its output)")
+    sources = [s for s in (cfg.get("sources") or []) if not s.get("path")]
+    if not sources:
+        raise ValueError("mine-pairs needs named sources (sources=[{name: physics, kwargs: {n: 100}}])")
+    problems = _select_problems(_problem_rows(sources), cfg, mcfg)
+    if not problems:
+        raise ValueError("no problems with gold traces in the configured sources and splits")
+    kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),
+          "max_batch": int(prm.get("max_batch", 64)), "max_length": int(prm.get("max_length", 160))}
+    if bool(cfg.get("use_ray", True)):
+        import ray
+
+        _init_ray(cfg.get("ray"))
+        df = ray.data.from_items(problems).map_batches(
+            MineBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
+            batch_format="pandas", batch_size=int(cfg.get("batch_size", 16)),
+            compute=ray.data.ActorPoolStrategy(size=int(cfg.get("actors", 1))),
+            num_cpus=float(cfg.get("cpus_per_actor", 1)),
+        ).to_pandas()
+    else:
+        rows, _ = mine_rows(problems, MineBatch(**kw).scorer, mcfg)
+        df = pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = df.sort_values(["problem_id", "neg_step"], kind="stable").reset_index(drop=True)
+    written = {}
+    for split in sorted(set(df["split"])):
+        part = df[df["split"] == split].reset_index(drop=True)
+        dest = pairs_dir / split / f"{MINED_ANSWER_TIMING}.parquet"
+        tmp = dest.with_suffix(".parquet.tmp")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), tmp)
+        shutil.move(str(tmp), dest)
+        written[split] = {"pairs": int(len(part)), "problems": int(part["problem_id"].nunique()), "file": str(dest)}
+    margins = [float(x.rsplit("r- ", 1)[1].split(" vs r+ ")[0]) - float(x.rsplit("r+ ", 1)[1].rstrip(")"))
+               for x in df["note"]]
+    summary = {"checkpoint": str(ckpt), "pairs_dir": str(pairs_dir), "problems": len(problems),
+               "pairs": int(len(df)), "by_split": written, "per_problem": mcfg.per_problem,
+               "negatives_scored_above_gold": round(sum(m > 0 for m in margins) / max(1, len(margins)), 4),
+               "seconds": round(time.perf_counter() - t0, 1)}
+    (pairs_dir / "mined_summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"[mine-pairs] {summary['pairs']} {MINED_ANSWER_TIMING} pairs from {len(problems)} problems in "
+          f"{summary['seconds']}s; {100 * summary['negatives_scored_above_gold']:.1f}% of the mined negatives score "
+          f"above the gold answer", flush=True)
+    for split, w in written.items():
+        print(f"  {split}: {w['pairs']} pairs / {w['problems']} problems -> {w['file']}", flush=True)
+    return summary
+
+
+USAGE = """usage: pcr-ray mine-pairs [key=value ...]
+
+At the end of each gold trace, score every valid candidate the search's enumerator offers with a PRM and keep
+the highest-scored wrong ones as negatives against the gold answer (kind mined_answer_timing), added to
+make-pairs' output. Train on them with train-prm (kinds include them by default for the NS-PRM).
+e.g.  pcr-ray mine-pairs prm.checkpoint=.cache/prm_full/csp3 limit_per_split=1500
+      pcr-ray train-prm train.init_from=.cache/prm_full/csp3 'kind_weights={mined_answer_timing:8}'"""
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `pcr-ray mine-pairs`."""
+    return hydra_main(CONFIG_NAME, argv, mine_pairs, USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,174 @@
+"""Listwise answer-timing hard negatives, mined from a PRM's own ranking at the end of verified gold traces.
+
+The `answer_timing` pairs of make-pairs set the gold answer against one random valid continuation. At search
+time the answer competes with every valid continuation the generator offers at once (~40 for the typed
+enumerator), and a PRM trained on random ones ranks a few of them above the answer: the search goes on past
+the asked quantity and answers a later one. Mining fixes the negatives to the ones that matter: at the end of a
+gold trace (every gold step done), the search's own candidates are enumerated, verified and scored by the PRM
+being improved, and the `per_problem` highest-scored ones (continuation steps, or answers naming another
+quantity) become negatives against the gold answer. Rows have make-pairs' columns and the kind
+`mined_answer_timing`; contexts and candidates are rendered exactly as the search renders them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcr_ray.generators.base import ProposalRequest
+from pcr_ray.generators.enumerate import EnumeratorGenerator
+from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
+from pcr_ray.prm.render import canonical_names, render_answer, render_context
+from pcr_ray.search import SearchProblem
+from pcr_ray.search_strategies.candidates import check_answer_candidate, check_step_candidate, parse_candidate
+from pcr_ray.search_strategies.scoring import pair_for
+from pcr_ray.trace import parse_trace
+from pcr_ray.verifier import VerifierState
+
+MINED_ANSWER_TIMING = "mined_answer_timing"
+MINED_KINDS: tuple[str, ...] = (MINED_ANSWER_TIMING,)
+
+
+def _default_generators() -> dict[str, dict[str, Any]]:
+    # the search's generator settings by source prefix (bench_search_methods, conf/generator/): GSM8K arithmetic
+    return {"gsm8k": {"ops": ["add", "sub", "mul", "div"], "literals": [2, 100]}}
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    """How many negatives per gold trace, from which enumerator, with which seed and split fractions."""
+
+    per_problem: int = 4          # the top-scored wrong candidates kept per gold trace
+    cap: int = 48                 # the typed enumerator's cap (the search's setting)
+    seed: int = 0
+    rel_tol: float = 1e-3         # an answer candidate within this of the gold value is not a negative
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    max_steps: int = 32
+    generators: dict[str, dict[str, Any]] = field(default_factory=_default_generators)
+
+    def __post_init__(self) -> None:
+        if self.per_problem < 1:
+            raise ValueError(f"per_problem must be >= 1, got {self.per_problem}")
+
+    def generator_for(self, source: str) -> EnumeratorGenerator:
+        """The typed enumerator the search would use on a problem of this source."""
+        kw = next((dict(v) for pre, v in self.generators.items() if source.startswith(pre)), {})
+        return EnumeratorGenerator(typed=True, cap=self.cap, seed=self.seed, answer_coverage="any", **kw)
+
+
+@dataclass(frozen=True)
+class FinalState:
+    """The end of one gold trace: what the PRM scores there (the gold answer first, then the candidates)."""
+
+    row: dict[str, Any]           # the row fields shared by its pairs
+    pairs: list[tuple[str, str]]  # (context, rendered candidate); index 0 is the gold answer
+    jsons: list[str]
+    values: list[float]
+    notes: list[str]
+
+
+def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[FinalState | None, str]:
+    """The gold answer and every other valid candidate at the end of a problem's gold trace, or a status."""
+    pid = str(problem.get("id") or "")
+    gt = problem.get("gold_trace")
+    if isinstance(gt, (str, bytes)):
+        gt = json.loads(gt) if gt else None
+    if not pid or not gt:
+        return None, "no_trace"
+    trace, errors = parse_trace(gt)
+    if trace is None or not trace.answer:
+        return None, f"invalid: {errors[0].message if errors else 'no answer'}"
+    if not trace.steps or len(trace.steps) > cfg.max_steps:
+        return None, f"invalid: {len(trace.steps)} steps"
+    sp = SearchProblem.from_problem(problem, givens="gold")
+    state, diags = VerifierState.from_givens(sp.givens)
+    if diags:
+        return None, f"invalid: {diags[0].feedback()}"
+    steps = []
+    for s in trace.steps:
+        out = check_step_candidate(state, s, strict=True)
+        if not out.ok or out.step is None:
+            return None, f"invalid: gold step {s.out.name}: {out.diagnostic.feedback() if out.diagnostic else '?'}"
+        state, steps = out.state, steps + [out.step]
+    gold = check_answer_candidate(state, trace.answer, sp.target_unit, strict=True)
+    if not gold.ok:
+        return None, f"invalid: gold answer: {gold.diagnostic.feedback() if gold.diagnostic else '?'}"
+    gold_value = float(gold.values[0].value)
+    names = canonical_names(sp.givens, steps)
+    context = render_context(sp.text, sp.givens, steps)
+    pairs = [(context, render_answer(trace.answer, [v.value for v in gold.values], names=names))]
+    jsons = [json.dumps({"answer": [a.to_dict() for a in trace.answer]},
+                        separators=(",", ":"))]
+    values, notes = [gold_value], ["gold answer"]
+    source = str(problem.get("source") or "")
+    req = ProposalRequest(sp.id, sp.text, sp.givens, tuple(steps), k=cfg.cap, mode="step",
+                          target_unit=sp.target_unit, seed=cfg.seed)
+    seen = {pairs[0][1]}
+    for raw in cfg.generator_for(source).propose([req])[0]:
+        parsed = parse_candidate(raw, len(steps))
+        if not parsed.ok:
+            continue
+        if parsed.answer is not None:
+            out_a = check_answer_candidate(state, parsed.answer, sp.target_unit, strict=True)
+            if not out_a.ok:
+                continue
+            v = float(out_a.values[0].value)
+            if abs(v - gold_value) <= cfg.rel_tol * max(abs(v), abs(gold_value)) + 1e-12:
+                continue  # the asked quantity under another name: not wrong
+            text = render_answer(parsed.answer, [x.value for x in out_a.values], names=names)
+            note = f"answered {parsed.answer[0].name} instead"
+        else:
+            out_s = check_step_candidate(state, parsed.step, strict=True)
+            if not out_s.ok or out_s.step is None:
+                continue
+            text = pair_for(sp.text, sp.givens, steps, out_s.step)[1]
+            v = float(out_s.step.value) if out_s.step.value is not None else math.nan
+            note = f"went on with {out_s.step.op}"
+        if text in seen:
+            continue
+        seen.add(text)
+        pairs.append((context, text))
+        jsons.append(raw)
+        values.append(v)
+        notes.append(note)
+    if len(pairs) < 2:
+        return None, "no_candidates"
+    row = {"problem_id": pid, "source": source, "split": split_of(pid, cfg.split_fractions),
+           "kind": MINED_ANSWER_TIMING, "t": len(steps), "gold_steps": len(steps), "context": context,
+           "prefix": json.dumps([s.to_dict() for s in steps], separators=(",", ":"))}
+    return FinalState(row, pairs, jsons, values, notes), "ok"
+
+
+def select_negatives(state: FinalState, scores: Sequence[float], per_problem: int) -> list[dict[str, Any]]:
+    """Pair rows: the gold answer against the `per_problem` highest-scored other candidates (ties by text)."""
+    order = sorted(range(1, len(state.pairs)), key=lambda i: (-scores[i], state.pairs[i][1]))[:per_problem]
+    rows = []
+    for i in order:
+        rows.append({**state.row, "pos_step": state.pairs[0][1], "pos_json": state.jsons[0],
+                     "neg_step": state.pairs[i][1], "neg_json": state.jsons[i], "pos_value": state.values[0],
+                     "neg_value": state.values[i], "verified": True,
+                     "note": f"{state.notes[i]} (mined: r- {scores[i]:.4f} vs r+ {scores[0]:.4f})"})
+    return rows
+
+
+def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfig | None = None,
+              ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Mined pair rows of many problems with one batched scorer call, and a count of statuses."""
+    cfg = cfg or MineConfig()
+    states: list[FinalState] = []
+    status: dict[str, int] = {}
+    for p in problems:
+        st, why = final_state(p, cfg)
+        key = why.split(":")[0]
+        status[key] = status.get(key, 0) + 1
+        if st is not None:
+            states.append(st)
+    flat = sorted({pair for st in states for pair in st.pairs})
+    got = dict(zip(flat, scorer.score(flat), strict=True)) if flat else {}
+    rows: list[dict[str, Any]] = []
+    for st in states:
+        rows.extend(select_negatives(st, [got[p] for p in st.pairs], cfg.per_problem))
+    return [{c: r[c] for c in PAIR_COLUMNS} for r in rows], status

@@ -1,0 +1,114 @@
+"""Mined answer-timing negatives: the gold answer against the PRM's top-scored wrong candidates at a trace's end."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, final_state, mine_rows, select_negatives
+from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
+from pcr_ray.search import SearchProblem
+from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
+from pcr_ray.trace import parse_trace
+from pcr_ray.verifier import VerifierState
+
+
+@pytest.fixture(scope="module")
+def prm():
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
+    from pcr_ray.prm.scorer import PRMScorer
+
+    # fp32: int8 dynamic quantization scales activations per batch, so a score would depend on its batch-mates
+    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=False, max_batch=64, max_length=160)
+
+
+def _rows(n: int, seed: int = 5) -> list[dict]:
+    """Problem rows as make-pairs reads them (gold_trace as a JSON string)."""
+    return [p.to_dict() for p in generate_problems(n, seed=seed)]
+
+
+def _trace_dict(row: dict) -> dict:
+    gt = row["gold_trace"]
+    return json.loads(gt) if isinstance(gt, str) else gt
+
+
+def test_final_state_offers_the_gold_answer_and_only_valid_wrong_candidates() -> None:
+    cfg = MineConfig()
+    for row in _rows(12):
+        st, why = final_state(row, cfg)
+        assert why == "ok" and st is not None, why
+        gold = row["answer_value"]
+        assert st.pairs[0][1].startswith("answer: ") and abs(st.values[0] - gold) <= 1e-6 * abs(gold)
+        assert len(st.pairs) > 5 and len({t for _, t in st.pairs}) == len(st.pairs)
+        assert all(c == st.row["context"] for c, _ in st.pairs)
+        trace = parse_trace(_trace_dict(row))[0]
+        state, _ = VerifierState.from_givens(SearchProblem.from_problem(row, givens="gold").givens)
+        for s in trace.steps:
+            state = check_step_candidate(state, s, strict=True).state
+        for text, raw, v in zip([t for _, t in st.pairs[1:]], st.jsons[1:], st.values[1:], strict=True):
+            parsed = parse_candidate(raw, len(trace.steps))
+            if parsed.answer is not None:  # another quantity declared as the answer: never the gold value
+                assert text.startswith("answer: ") and abs(v - gold) > 1e-3 * abs(gold)
+            else:  # going on: a step the verifier accepts
+                assert check_step_candidate(state, parsed.step, strict=True).ok
+        assert st.row["split"] == split_of(row["id"]) and st.row["t"] == len(trace.steps)
+
+
+def test_final_state_reports_unusable_problems() -> None:
+    row = _rows(1)[0]
+    assert final_state({**row, "gold_trace": None}, MineConfig())[1] == "no_trace"
+    bad = _trace_dict(row)
+    first = next(iter(bad["steps"][0]["args"]))
+    bad["steps"][0]["args"][first] = "undefined_name"  # parses, but the verifier rejects it
+    st, why = final_state({**row, "gold_trace": bad}, MineConfig())
+    assert st is None and why.startswith("invalid: gold step")
+
+
+def test_select_negatives_keeps_the_highest_scored_wrong_candidates() -> None:
+    st, _ = final_state(_rows(1, seed=9)[0], MineConfig())
+    scores = [0.5] + [0.01 * i for i in range(len(st.pairs) - 1)]
+    rows = select_negatives(st, scores, 3)
+    top = sorted(range(1, len(st.pairs)), key=lambda i: -scores[i])[:3]
+    assert [r["neg_step"] for r in rows] == [st.pairs[i][1] for i in top]
+    assert all(r["pos_step"] == st.pairs[0][1] and r["kind"] == MINED_ANSWER_TIMING for r in rows)
+
+
+def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm) -> None:
+    problems = _rows(6, seed=13)
+    rows, status = mine_rows(problems, prm, MineConfig(per_problem=2))
+    assert status == {"ok": 6} and len(rows) == 12 and all(list(r) == list(PAIR_COLUMNS) for r in rows)
+    assert mine_rows(problems, prm, MineConfig(per_problem=2))[0] == rows
+    for pid in {r["problem_id"] for r in rows}:
+        st, _ = final_state(next(p for p in problems if p["id"] == pid), MineConfig())
+        scores = prm.score(st.pairs)
+        chosen = {r["neg_step"] for r in rows if r["problem_id"] == pid}
+        worst_chosen = min(s for (_, t), s in zip(st.pairs, scores, strict=True) if t in chosen)
+        best_other = max(s for (_, t), s in zip(st.pairs[1:], scores[1:], strict=True) if t not in chosen)
+        assert worst_chosen >= best_other - 1e-4
+
+
+@pytest.mark.ray
+def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_path, capsys) -> None:
+    from pcr_ray.pipeline.mine_pairs import main
+    from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
+
+    pairs = tmp_path / "pairs"
+    assert main([f"pairs_dir={pairs}", "sources=[{name: physics, kwargs: {n: 5, seed: 3}}]"]) == 1
+    assert "run `pcr-ray make-pairs` first" in capsys.readouterr().err
+    (pairs / "train").mkdir(parents=True)
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "per_problem=2",
+                 "sources=[{name: physics, kwargs: {n: 30, seed: 3}}]", "limit_per_split={train: 6, test: 2}",
+                 "splits=[train,test]", "batch_size=4"]) == 0
+    summary = json.loads((pairs / "mined_summary.json").read_text())
+    train = pd.read_parquet(pairs / "train" / f"{MINED_ANSWER_TIMING}.parquet")
+    test = pd.read_parquet(pairs / "test" / f"{MINED_ANSWER_TIMING}.parquet")
+    assert train["problem_id"].nunique() == 6 and test["problem_id"].nunique() == 2
+    assert summary["pairs"] == len(train) + len(test) == 16 and not (pairs / "validation").exists()
+    assert set(train["problem_id"].map(split_of)) == {"train"} and set(test["problem_id"].map(split_of)) == {"test"}
+    assert MINED_ANSWER_TIMING in default_kinds("csp") and MINED_ANSWER_TIMING not in default_kinds("random")
+    ds = load_pairs_dataset(pairs, "train", default_kinds("csp"))
+    assert ds.count() == len(train)
