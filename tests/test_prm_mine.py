@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, final_state, mine_rows, select_negatives
+from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, final_state, gold_state, mine_rows, select_negatives
 from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
 from pcr_ray.search import SearchProblem
 from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
@@ -55,6 +55,29 @@ def test_final_state_offers_the_gold_answer_and_only_valid_wrong_candidates() ->
             else:  # going on: a step the verifier accepts
                 assert check_step_candidate(state, parsed.step, strict=True).ok
         assert st.row["split"] == split_of(row["id"]) and st.row["t"] == len(trace.steps)
+
+
+def test_gold_state_before_the_end_sets_the_gold_step_against_other_values_and_early_answers() -> None:
+    cfg = MineConfig()
+    seen_early_answer = False
+    for row in _rows(24, seed=21):
+        trace = parse_trace(_trace_dict(row))[0]
+        for t in range(len(trace.steps)):
+            st, why = gold_state(row, cfg, t)
+            assert st is not None, why
+            gold = trace.steps[t]
+            assert st.pairs[0][1].split(" = ")[1].startswith(f"{gold.op}(") and st.row["t"] == t
+            for note, v in zip(st.notes[1:], st.values[1:], strict=True):
+                seen_early_answer |= note.endswith("too early")
+                assert note.endswith("too early") or note.startswith("another step")
+                assert v == v  # every candidate carries its value
+            # the gold step's own quantity computed another way is not a negative
+            assert not any(abs(v - st.values[0]) <= 1e-3 * abs(st.values[0]) and n.startswith("another step")
+                           and j.count('"unit"') and json.loads(j).get("out", {}).get("unit") == gold.out.unit
+                           for v, n, j in zip(st.values[1:], st.notes[1:], st.jsons[1:], strict=True))
+    assert seen_early_answer
+    with pytest.raises(ValueError, match="t must be in"):
+        gold_state(_rows(1)[0], cfg, 99)
 
 
 def test_final_state_reports_unusable_problems() -> None:

@@ -60,18 +60,25 @@ class MineConfig:
 
 
 @dataclass(frozen=True)
-class FinalState:
-    """The end of one gold trace: what the PRM scores there (the gold answer first, then the candidates)."""
+class GoldState:
+    """One prefix of a gold trace: what the PRM scores there (the gold action first, then the wrong candidates)."""
 
     row: dict[str, Any]           # the row fields shared by its pairs
-    pairs: list[tuple[str, str]]  # (context, rendered candidate); index 0 is the gold answer
+    pairs: list[tuple[str, str]]  # (context, rendered candidate); index 0 is the gold step or answer
     jsons: list[str]
     values: list[float]
     notes: list[str]
 
 
-def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[FinalState | None, str]:
-    """The gold answer and every other valid candidate at the end of a problem's gold trace, or a status."""
+def _same(a: float, b: float, rel_tol: float) -> bool:
+    return abs(a - b) <= rel_tol * max(abs(a), abs(b)) + 1e-12
+
+
+def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None) -> tuple[GoldState | None, str]:
+    """The gold action at prefix t of a problem's gold trace (its next step; at the end, t = None or the number
+    of steps, its answer) and every valid candidate the search's enumerator offers there that is wrong: at the
+    end, continuations and answers of other values; before it, answers (too early) and steps of another value
+    or dimension than the gold step's. Or None and a status."""
     pid = str(problem.get("id") or "")
     gt = problem.get("gold_trace")
     if isinstance(gt, (str, bytes)):
@@ -83,32 +90,45 @@ def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[FinalState
         return None, f"invalid: {errors[0].message if errors else 'no answer'}"
     if not trace.steps or len(trace.steps) > cfg.max_steps:
         return None, f"invalid: {len(trace.steps)} steps"
+    n = len(trace.steps)
+    t = n if t is None else t
+    if not 0 <= t <= n:
+        raise ValueError(f"t must be in 0..{n} for {pid}, got {t}")
     sp = SearchProblem.from_problem(problem, givens="gold")
     state, diags = VerifierState.from_givens(sp.givens)
     if diags:
         return None, f"invalid: {diags[0].feedback()}"
-    steps = []
+    steps: list[Any] = []
+    states = [state]
     for s in trace.steps:
         out = check_step_candidate(state, s, strict=True)
         if not out.ok or out.step is None:
             return None, f"invalid: gold step {s.out.name}: {out.diagnostic.feedback() if out.diagnostic else '?'}"
         state, steps = out.state, steps + [out.step]
+        states.append(state)
     gold = check_answer_candidate(state, trace.answer, sp.target_unit, strict=True)
     if not gold.ok:
         return None, f"invalid: gold answer: {gold.diagnostic.feedback() if gold.diagnostic else '?'}"
-    gold_value = float(gold.values[0].value)
-    names = canonical_names(sp.givens, steps)
-    context = render_context(sp.text, sp.givens, steps)
-    pairs = [(context, render_answer(trace.answer, [v.value for v in gold.values], names=names))]
-    jsons = [json.dumps({"answer": [a.to_dict() for a in trace.answer]},
-                        separators=(",", ":"))]
-    values, notes = [gold_value], ["gold answer"]
+    answer_value = float(gold.values[0].value)
+    prefix, state = steps[:t], states[t]
+    names = canonical_names(sp.givens, prefix)
+    context = render_context(sp.text, sp.givens, prefix)
+    if t == n:
+        pairs = [(context, render_answer(trace.answer, [v.value for v in gold.values], names=names))]
+        jsons = [json.dumps({"answer": [a.to_dict() for a in trace.answer]}, separators=(",", ":"))]
+        values, notes, gold_key = [answer_value], ["gold answer"], None
+    else:
+        g = steps[t]
+        pairs = [pair_for(sp.text, sp.givens, prefix, g)]
+        jsons = [json.dumps(g.to_dict(), separators=(",", ":"))]
+        gv = states[t + 1].env[g.out.name]
+        values, notes, gold_key = [float(g.value)], ["gold step"], (gv.dims, gv.base)
     source = str(problem.get("source") or "")
-    req = ProposalRequest(sp.id, sp.text, sp.givens, tuple(steps), k=cfg.cap, mode="step",
+    req = ProposalRequest(sp.id, sp.text, sp.givens, tuple(prefix), k=cfg.cap, mode="step",
                           target_unit=sp.target_unit, seed=cfg.seed)
     seen = {pairs[0][1]}
     for raw in cfg.generator_for(source).propose([req])[0]:
-        parsed = parse_candidate(raw, len(steps))
+        parsed = parse_candidate(raw, t)
         if not parsed.ok:
             continue
         if parsed.answer is not None:
@@ -116,17 +136,21 @@ def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[FinalState
             if not out_a.ok:
                 continue
             v = float(out_a.values[0].value)
-            if abs(v - gold_value) <= cfg.rel_tol * max(abs(v), abs(gold_value)) + 1e-12:
-                continue  # the asked quantity under another name: not wrong
+            if _same(v, answer_value, cfg.rel_tol):
+                continue  # the asked quantity (under another name, or already at hand): not wrong
             text = render_answer(parsed.answer, [x.value for x in out_a.values], names=names)
-            note = f"answered {parsed.answer[0].name} instead"
+            note = f"answered {parsed.answer[0].name} " + ("instead" if t == n else "too early")
         else:
             out_s = check_step_candidate(state, parsed.step, strict=True)
             if not out_s.ok or out_s.step is None:
                 continue
-            text = pair_for(sp.text, sp.givens, steps, out_s.step)[1]
+            if gold_key is not None:
+                got = out_s.state.env[out_s.step.out.name]
+                if got.dims == gold_key[0] and _same(got.base, gold_key[1], cfg.rel_tol):
+                    continue  # the gold step's quantity computed another way: not wrong
+            text = pair_for(sp.text, sp.givens, prefix, out_s.step)[1]
             v = float(out_s.step.value) if out_s.step.value is not None else math.nan
-            note = f"went on with {out_s.step.op}"
+            note = f"went on with {out_s.step.op}" if t == n else f"another step: {out_s.step.op}"
         if text in seen:
             continue
         seen.add(text)
@@ -137,12 +161,17 @@ def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[FinalState
     if len(pairs) < 2:
         return None, "no_candidates"
     row = {"problem_id": pid, "source": source, "split": split_of(pid, cfg.split_fractions),
-           "kind": MINED_ANSWER_TIMING, "t": len(steps), "gold_steps": len(steps), "context": context,
-           "prefix": json.dumps([s.to_dict() for s in steps], separators=(",", ":"))}
-    return FinalState(row, pairs, jsons, values, notes), "ok"
+           "kind": MINED_ANSWER_TIMING, "t": t, "gold_steps": n, "context": context,
+           "prefix": json.dumps([s.to_dict() for s in prefix], separators=(",", ":"))}
+    return GoldState(row, pairs, jsons, values, notes), "ok"
 
 
-def select_negatives(state: FinalState, scores: Sequence[float], per_problem: int) -> list[dict[str, Any]]:
+def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[GoldState | None, str]:
+    """`gold_state` at the end of the gold trace: the gold answer against continuations and other answers."""
+    return gold_state(problem, cfg, None)
+
+
+def select_negatives(state: GoldState, scores: Sequence[float], per_problem: int) -> list[dict[str, Any]]:
     """Pair rows: the gold answer against the `per_problem` highest-scored other candidates (ties by text)."""
     order = sorted(range(1, len(state.pairs)), key=lambda i: (-scores[i], state.pairs[i][1]))[:per_problem]
     rows = []
@@ -158,7 +187,7 @@ def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfi
               ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Mined pair rows of many problems with one batched scorer call, and a count of statuses."""
     cfg = cfg or MineConfig()
-    states: list[FinalState] = []
+    states: list[GoldState] = []
     status: dict[str, int] = {}
     for p in problems:
         st, why = final_state(p, cfg)

@@ -1,0 +1,129 @@
+"""Listwise ranking at gold prefixes: does the PRM put the gold action first among every valid candidate?
+
+Pairwise accuracy (eval-prm) sets one positive against one negative. At search time the PRM ranks the gold
+action against every valid candidate the enumerator offers at once (~40): after the last gold step the gold
+answer against every continuation (stopping), before it the gold step against every other step and every
+too-early answer. For each checkpoint, on the same generated physics problems (gold givens, seed 11: not the
+pairs' seed 7919, not the search benchmark's seed 3) and optionally GSM8K test problems: how often the gold
+action ranks first, in the top 2 (beam 2 keeps it), its mean reciprocal rank, and how often a too-early
+answer outscores the gold step. Candidates come from `pcr_ray.prm.mine.gold_state` (the search's typed
+enumerator, cap 48, rendered as the search renders them). Writes benchmarks/results/bench_stopping.json.
+
+    .venv/bin/python benchmarks/bench_stopping.py --checkpoints .cache/prm_full/csp3 .cache/prm_full/csp4 \
+        [--physics 40] [--gsm8k 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import time
+from typing import Any
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _machine import machine_info, write_result  # noqa: E402
+
+
+def _problems(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    from pcr_ray.data.physics import generate_problems
+
+    out = {"physics": [p.to_dict() for p in generate_problems(600, seed=args.seed)
+                       if p.gold_steps and p.gold_steps <= args.max_gold_steps][: args.physics]}
+    if args.gsm8k:
+        from pcr_ray.data.readers import load_dataset
+
+        gsm = [p for p in load_dataset("gsm8k_test", limit=4 * args.gsm8k + 200) if p.gold_trace]
+        random.Random(args.seed).shuffle(gsm)
+        out["gsm8k"] = [p.to_dict() for p in gsm[: args.gsm8k]]
+    return out
+
+
+def _states(problems: list[dict[str, Any]]) -> list[Any]:
+    """Every gold prefix's GoldState (end included) of every problem, in order."""
+    from pcr_ray.prm.mine import MineConfig, gold_state
+
+    cfg = MineConfig()
+    out = []
+    for p in problems:
+        end, why = gold_state(p, cfg)
+        if end is None:
+            continue
+        for t in range(end.row["gold_steps"]):
+            st, _ = gold_state(p, cfg, t)
+            if st is not None:
+                out.append(st)
+        out.append(end)
+    return out
+
+
+def _ranks(states: list[Any], scorer: Any) -> list[dict[str, Any]]:
+    flat = sorted({pair for st in states for pair in st.pairs})
+    got = dict(zip(flat, scorer.score(flat), strict=True))
+    rows = []
+    for st in states:
+        s = [got[p] for p in st.pairs]
+        is_answer = [t.startswith("answer: ") for _, t in st.pairs]
+        rows.append({"end": st.row["t"] == st.row["gold_steps"], "rank": sum(1 for x in s[1:] if x > s[0]),
+                     "n": len(s), "early_answer_wins": any(a and x > s[0] for a, x in zip(is_answer[1:], s[1:],
+                                                                                           strict=True))})
+    return rows
+
+
+def _summ(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def part(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        if not rs:
+            return {}
+        return {"states": len(rs), "top1": round(sum(r["rank"] == 0 for r in rs) / len(rs), 4),
+                "top2": round(sum(r["rank"] <= 1 for r in rs) / len(rs), 4),
+                "mrr": round(statistics.mean(1 / (1 + r["rank"]) for r in rs), 4),
+                "median_rank": statistics.median(r["rank"] for r in rs),
+                "candidates_mean": round(statistics.mean(r["n"] for r in rs), 1)}
+
+    end = [r for r in rows if r["end"]]
+    before = [r for r in rows if not r["end"]]
+    out = {"end (gold answer vs going on)": part(end), "before the end (gold step vs the rest)": part(before)}
+    if before:
+        wins = sum(r["early_answer_wins"] for r in before)
+        out["early answer outscores the gold step"] = round(wins / len(before), 4)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoints", nargs="+", required=True, help="PRM checkpoint folders, compared in one run")
+    ap.add_argument("--physics", type=int, default=40)
+    ap.add_argument("--gsm8k", type=int, default=0)
+    ap.add_argument("--max-gold-steps", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
+    args = ap.parse_args()
+
+    from pcr_ray.prm.scorer import PRMScorer
+
+    sets = {name: _states(probs) for name, probs in _problems(args).items()}
+    out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
+    for ck in args.checkpoints:
+        scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=160)
+        res = {}
+        for name, states in sets.items():
+            t0 = time.perf_counter()
+            res[name] = _summ(_ranks(states, scorer))
+            res[name]["seconds"] = round(time.perf_counter() - t0, 1)
+            for part, m in res[name].items():
+                if isinstance(m, dict):
+                    print(f"{ck:32s} {name:8s} {part:42s} top1 {m['top1']:.3f}  top2 {m['top2']:.3f}  "
+                          f"MRR {m['mrr']:.3f}  median rank {m['median_rank']}  ({m['states']} states, "
+                          f"{m['candidates_mean']} candidates)", flush=True)
+            if "early answer outscores the gold step" in res[name]:
+                print(f"{ck:32s} {name:8s} early answer outscores the gold step: "
+                      f"{res[name]['early answer outscores the gold step']:.3f}", flush=True)
+        out["results"][ck] = {"identity": scorer.identity, **res}
+    write_result("bench_stopping", out)
+
+
+if __name__ == "__main__":
+    main()
