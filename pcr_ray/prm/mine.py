@@ -77,8 +77,8 @@ def _same(a: float, b: float, rel_tol: float) -> bool:
 def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None) -> tuple[GoldState | None, str]:
     """The gold action at prefix t of a problem's gold trace (its next step; at the end, t = None or the number
     of steps, its answer) and every valid candidate the search's enumerator offers there that is wrong: at the
-    end, continuations and answers of other values; before it, answers (too early) and steps of another value
-    or dimension than the gold step's. Or None and a status."""
+    end, continuations and answers of other values; before it, answers (too early) and steps that compute
+    none of the quantities the gold trace computes from t on. Or None and a status."""
     pid = str(problem.get("id") or "")
     gt = problem.get("gold_trace")
     if isinstance(gt, (str, bytes)):
@@ -116,13 +116,13 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
     if t == n:
         pairs = [(context, render_answer(trace.answer, [v.value for v in gold.values], names=names))]
         jsons = [json.dumps({"answer": [a.to_dict() for a in trace.answer]}, separators=(",", ":"))]
-        values, notes, gold_key = [answer_value], ["gold answer"], None
+        values, notes, gold_keys = [answer_value], ["gold answer"], []
     else:
         g = steps[t]
         pairs = [pair_for(sp.text, sp.givens, prefix, g)]
         jsons = [json.dumps(g.to_dict(), separators=(",", ":"))]
-        gv = states[t + 1].env[g.out.name]
-        values, notes, gold_key = [float(g.value)], ["gold step"], (gv.dims, gv.base)
+        later = [states[i + 1].env[s.out.name] for i, s in enumerate(steps) if i >= t]
+        values, notes, gold_keys = [float(g.value)], ["gold step"], [(v.dims, v.base) for v in later]
     source = str(problem.get("source") or "")
     req = ProposalRequest(sp.id, sp.text, sp.givens, tuple(prefix), k=cfg.cap, mode="step",
                           target_unit=sp.target_unit, seed=cfg.seed)
@@ -144,10 +144,9 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
             out_s = check_step_candidate(state, parsed.step, strict=True)
             if not out_s.ok or out_s.step is None:
                 continue
-            if gold_key is not None:
-                got = out_s.state.env[out_s.step.out.name]
-                if got.dims == gold_key[0] and _same(got.base, gold_key[1], cfg.rel_tol):
-                    continue  # the gold step's quantity computed another way: not wrong
+            got = out_s.state.env[out_s.step.out.name]
+            if any(got.dims == d and _same(got.base, b, cfg.rel_tol) for d, b in gold_keys):
+                continue  # a quantity the gold trace computes from here on (another way or order): not wrong
             text = pair_for(sp.text, sp.givens, prefix, out_s.step)[1]
             v = float(out_s.step.value) if out_s.step.value is not None else math.nan
             note = f"went on with {out_s.step.op}" if t == n else f"another step: {out_s.step.op}"
