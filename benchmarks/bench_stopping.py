@@ -3,11 +3,12 @@
 Pairwise accuracy (eval-prm) sets one positive against one negative. At search time the PRM ranks the gold
 action against every valid candidate the enumerator offers at once (~40): after the last gold step the gold
 answer against every continuation (stopping), before it the gold step against every step that computes none
-of the gold trace's remaining quantities and every too-early answer. For each checkpoint, on the same generated physics problems (gold givens, seed 11: not the
-pairs' seed 7919, not the search benchmark's seed 3) and optionally GSM8K test problems: how often the gold
-action ranks first, in the top 2 (beam 2 keeps it), its mean reciprocal rank, and how often a too-early
-answer outscores the gold step. Candidates come from `pcr_ray.prm.mine.gold_state` (the search's typed
-enumerator, cap 48, rendered as the search renders them). Writes benchmarks/results/bench_stopping.json.
+of the gold trace's remaining quantities and every too-early answer. For each checkpoint, on the same
+generated physics problems (gold givens, seed 11: not the pairs' seed 7919, not the search benchmark's
+seed 3) and optionally GSM8K test problems: how often the gold action ranks first, in the top 2 (beam 2
+keeps it), its mean reciprocal rank, and how often a too-early answer outscores the gold step. Candidates
+come from `pcr_ray.prm.mine.gold_state` (the search's typed enumerator, cap 48, rendered as the search
+renders them). Writes benchmarks/results/bench_stopping.json.
 
     .venv/bin/python benchmarks/bench_stopping.py --checkpoints .cache/prm_full/csp3 .cache/prm_full/csp4 \
         [--physics 40] [--gsm8k 0]

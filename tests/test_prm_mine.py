@@ -113,6 +113,22 @@ def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm
         assert worst_chosen >= best_other - 1e-4
 
 
+def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
+    problems = _rows(10, seed=21)
+    rows, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="early"))
+    assert rows and all(0 < r["t"] < r["gold_steps"] for r in rows)
+    assert all(r["neg_step"].startswith("answer: ") and not r["pos_step"].startswith("answer: ") for r in rows)
+    assert all(r["note"].split(" (mined")[0].endswith("too early") for r in rows)
+    both, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="all"))
+    end, _ = mine_rows(problems, prm, MineConfig(per_problem=2))
+    def key(rs: list[dict]) -> list[tuple]:  # scores in the notes may differ in the last digit between batches
+        return sorted((r["problem_id"], r["t"], r["pos_step"], r["neg_step"]) for r in rs)
+
+    assert key(both) == key(rows + end)
+    with pytest.raises(ValueError, match="positions"):
+        MineConfig(positions="middle")
+
+
 @pytest.mark.ray
 def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_path, capsys) -> None:
     from pcr_ray.pipeline.mine_pairs import main

@@ -1,10 +1,11 @@
-"""`pcr-ray mine-pairs`: listwise answer-timing negatives mined with a PRM checkpoint, added to make-pairs' output.
+"""`pcr-ray mine-pairs`: answer-timing negatives mined with a PRM checkpoint, added to make-pairs' output.
 
 Problems come from the same sources as make-pairs (same split hash, so a problem keeps its split); Ray Data maps
 `pcr_ray.prm.mine.mine_rows` over them in PRM actors (ActorPoolStrategy), or it runs in this process
-(`use_ray: false`). Writes <pairs_dir>/<split>/mined_answer_timing.parquet next to pairs.parquet (train-prm and
-eval-prm read every parquet file of a split) and <pairs_dir>/mined_summary.json. The mined pairs belong to the
-PRM that mined them: re-running make-pairs replaces the folder, mined files included.
+(`use_ray: false`). Writes <pairs_dir>/<split>/mined_answer_timing[_early|_all].parquet (by `positions`)
+next to pairs.parquet (train-prm and eval-prm read every parquet file of a split) and
+<pairs_dir>/mined_summary[_early|_all].json. The mined pairs belong to the PRM that mined them: re-running
+make-pairs replaces the folder, mined files included.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ CONFIG_NAME = "mine_pairs"
 def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
     kw: dict[str, Any] = {"per_problem": int(cfg.get("per_problem", 4)), "cap": int(cfg.get("cap", 48)),
                           "seed": int(cfg.get("seed", 0)), "rel_tol": float(cfg.get("rel_tol", 1e-3)),
-                          "split_fractions": tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1))}
+                          "split_fractions": tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1)),
+                          "positions": str(cfg.get("positions", "end"))}
     if cfg.get("generators") is not None:
         kw["generators"] = {str(k): dict(v) for k, v in dict(cfg["generators"]).items()}
     return MineConfig(**kw)
@@ -113,9 +115,10 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     df = df.sort_values(["problem_id", "neg_step"], kind="stable").reset_index(drop=True)
     written = {}
+    suffix = "" if mcfg.positions == "end" else f"_{mcfg.positions}"
     for split in sorted(set(df["split"])):
         part = df[df["split"] == split].reset_index(drop=True)
-        dest = pairs_dir / split / f"{MINED_ANSWER_TIMING}.parquet"
+        dest = pairs_dir / split / f"{MINED_ANSWER_TIMING}{suffix}.parquet"
         tmp = dest.with_suffix(".parquet.tmp")
         dest.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pandas(part, preserve_index=False), tmp)
@@ -124,13 +127,14 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     margins = [float(x.rsplit("r- ", 1)[1].split(" vs r+ ")[0]) - float(x.rsplit("r+ ", 1)[1].rstrip(")"))
                for x in df["note"]]
     summary = {"checkpoint": str(ckpt), "pairs_dir": str(pairs_dir), "problems": len(problems),
+               "positions": mcfg.positions,
                "pairs": int(len(df)), "by_split": written, "per_problem": mcfg.per_problem,
                "negatives_scored_above_gold": round(sum(m > 0 for m in margins) / max(1, len(margins)), 4),
                "seconds": round(time.perf_counter() - t0, 1)}
-    (pairs_dir / "mined_summary.json").write_text(json.dumps(summary, indent=2))
+    (pairs_dir / f"mined_summary{suffix}.json").write_text(json.dumps(summary, indent=2))
     print(f"[mine-pairs] {summary['pairs']} {MINED_ANSWER_TIMING} pairs from {len(problems)} problems in "
           f"{summary['seconds']}s; {100 * summary['negatives_scored_above_gold']:.1f}% of the mined negatives score "
-          f"above the gold answer", flush=True)
+          f"above the gold action (the answer at the end, the next step before it)", flush=True)
     for split, w in written.items():
         print(f"  {split}: {w['pairs']} pairs / {w['problems']} problems -> {w['file']}", flush=True)
     return summary

@@ -1,4 +1,4 @@
-"""Listwise answer-timing hard negatives, mined from a PRM's own ranking at the end of verified gold traces.
+"""Listwise answer-timing hard negatives, mined from a PRM's own ranking along verified gold traces.
 
 The `answer_timing` pairs of make-pairs set the gold answer against one random valid continuation. At search
 time the answer competes with every valid continuation the generator offers at once (~40 for the typed
@@ -6,8 +6,11 @@ enumerator), and a PRM trained on random ones ranks a few of them above the answ
 the asked quantity and answers a later one. Mining fixes the negatives to the ones that matter: at the end of a
 gold trace (every gold step done), the search's own candidates are enumerated, verified and scored by the PRM
 being improved, and the `per_problem` highest-scored ones (continuation steps, or answers naming another
-quantity) become negatives against the gold answer. Rows have make-pairs' columns and the kind
-`mined_answer_timing`; contexts and candidates are rendered exactly as the search renders them.
+quantity) become negatives against the gold answer. A PRM trained on those learns to stop, and may then stop
+too soon: `positions='early'` mines the other side, at each earlier gold prefix the gold step against the
+answer declarations the search would offer there. Rows have make-pairs' columns and the kind
+`mined_answer_timing` (t < gold_steps: the early side); contexts and candidates are rendered exactly as the
+search renders them.
 """
 
 from __future__ import annotations
@@ -48,10 +51,15 @@ class MineConfig:
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     max_steps: int = 32
     generators: dict[str, dict[str, Any]] = field(default_factory=_default_generators)
+    # end: the gold answer against continuations (stopping late); early: at each earlier gold prefix, the gold
+    # step against answer declarations (stopping early: a PRM that learned to stop may stop too soon); all: both
+    positions: str = "end"
 
     def __post_init__(self) -> None:
         if self.per_problem < 1:
             raise ValueError(f"per_problem must be >= 1, got {self.per_problem}")
+        if self.positions not in ("end", "early", "all"):
+            raise ValueError(f"positions must be end, early or all, got {self.positions!r}")
 
     def generator_for(self, source: str) -> EnumeratorGenerator:
         """The typed enumerator the search would use on a problem of this source."""
@@ -182,6 +190,15 @@ def select_negatives(state: GoldState, scores: Sequence[float], per_problem: int
     return rows
 
 
+def _answers_only(st: GoldState) -> GoldState | None:
+    """The gold action and the answer declarations of a state (None when it has none)."""
+    keep = [0] + [i for i in range(1, len(st.pairs)) if st.pairs[i][1].startswith("answer: ")]
+    if len(keep) < 2:
+        return None
+    return GoldState(st.row, [st.pairs[i] for i in keep], [st.jsons[i] for i in keep], [st.values[i] for i in keep],
+                     [st.notes[i] for i in keep])
+
+
 def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfig | None = None,
               ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Mined pair rows of many problems with one batched scorer call, and a count of statuses."""
@@ -192,8 +209,15 @@ def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfi
         st, why = final_state(p, cfg)
         key = why.split(":")[0]
         status[key] = status.get(key, 0) + 1
-        if st is not None:
+        if st is None:
+            continue
+        if cfg.positions in ("end", "all"):
             states.append(st)
+        if cfg.positions in ("early", "all"):
+            for t in range(1, st.row["gold_steps"]):  # at t = 0 there is nothing to answer with
+                early, _ = gold_state(p, cfg, t)
+                if early is not None and (early := _answers_only(early)) is not None:
+                    states.append(early)
     flat = sorted({pair for st in states for pair in st.pairs})
     got = dict(zip(flat, scorer.score(flat), strict=True)) if flat else {}
     rows: list[dict[str, Any]] = []
