@@ -11,7 +11,7 @@ converted annotations); physics uses every primitive. Answer declarations are sc
 the other methods with the NS-PRM. Writes benchmarks/results/bench_search_methods.json.
 
     .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
-        [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random]
+        [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods]
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def main() -> None:
                     help="conventional PRM for prm_only (default: the cached random one)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
@@ -143,8 +144,8 @@ def main() -> None:
             print(f"{dataset:8s} PRM calls saved by the verifier: {saved} "
                   f"({res['prm_calls_saved_by_verifier']['fraction_of_prm_only']:.1%} of prm_only's)")
         out["datasets"][dataset] = res
-    write_result("bench_search_methods", out)
-    path = RESULTS / "bench_search_methods_records.jsonl"
+    write_result(args.name, out)
+    path = RESULTS / f"{args.name}_records.jsonl"
     with open(path, "w") as fh:
         for r in records:
             r.pop("candidates", None)

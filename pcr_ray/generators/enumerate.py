@@ -11,13 +11,13 @@ Rules shared by both modes, so that the output is deterministic:
   exact parameters are at hand (even when a variable of its dimension is given: g beside a braking
   acceleration), or when a hint word of a dimensionless constant is in the text;
 - dimensionless parameters may also take the configured literals;
-- useful constant loads come first (few, and a prerequisite of the formulas that need them); then candidates by
-  the number of variables not used yet plus the op's exact-dimension parameters (domain formulas before generic
-  arithmetic), then fewer literals; beyond `cap`, the first half of the cap is kept in that order, at most
-  `head_per_op` per op (each constant its own) before the rest of that half, and the other half is a seeded
-  sample (seed from the request seed, problem id and step number);
-- answer declarations come first: {"answer": [{name, unit}]} for each step output that has the target's
-  dimension (typed; any output when blind) and whose computation covers every nonzero given
+- candidates by the number of variables not used yet plus the op's exact-dimension parameters (domain formulas
+  before generic arithmetic), then fewer literals, constant loads last; beyond `cap`, constant loads are all
+  kept (few, and a prerequisite of the formulas that need them) after a head of half the remaining cap in
+  that order, at most `head_per_op` per op before the rest of the head, and the rest is a seeded sample
+  (seed from the request seed, problem id and step number);
+- answer declarations come first: {"answer": [{name, unit}]} for each step output (not a bare constant load)
+  that has the target's dimension (typed; any output when blind) and whose computation covers every nonzero given
   (`answer_coverage='all'`), or every step output (`'any'`).
 Full mode (best-of-N) samples seeded rollouts from these candidates until an answer declaration is possible.
 """
@@ -145,12 +145,15 @@ class EnumeratorGenerator:
         cands.sort(key=lambda c: c.priority)
         if len(cands) <= self.cap:
             return cands
-        head = self.cap // 2
+        loads = [c for c in cands if c.obj["op"] == "const"]  # kept whatever the cap, after the head
+        cands = [c for c in cands if c.obj["op"] != "const"]
+        cap = max(self.cap - len(loads), 2)
+        head = cap // 2
         if self.head_per_op > 0:  # spread the head over ops: one op's many bindings cannot fill it
             per_op: dict[str, int] = {}
             first: list[int] = []
             for i, c in enumerate(cands):
-                op = c.obj["op"] if c.obj["op"] != "const" else f"const:{c.obj['args']['name']}"
+                op = c.obj["op"]
                 if per_op.get(op, 0) < self.head_per_op:
                     per_op[op] = per_op.get(op, 0) + 1
                     first.append(i)
@@ -161,8 +164,8 @@ class EnumeratorGenerator:
             chosen = set(first)
             cands = [cands[i] for i in sorted(first)] + [c for i, c in enumerate(cands) if i not in chosen]
         rest = cands[head:]
-        picked = sorted(rng.sample(range(len(rest)), self.cap - head))
-        return cands[:head] + [rest[i] for i in picked]
+        picked = sorted(rng.sample(range(len(rest)), min(len(rest), cap - head)))
+        return cands[:head] + loads + [rest[i] for i in picked]
 
     def _enumerate(self, req: ProposalRequest) -> tuple[list[dict[str, Any]], list[_Cand]]:
         variables = visible_vars(req.givens, req.steps)
@@ -180,8 +183,8 @@ class EnumeratorGenerator:
                 for cname in self._useful_consts(req, variables, defined_consts):
                     d = constant_dims(cname)  # parses: _useful_consts checked
                     obj = self._step_obj("const", {"name": cname}, d, index, taken, target)
-                    # a constant load is few candidates and a prerequisite of the formulas that need it: first
-                    cands.append(_Cand((-1000, 0, order, cname), obj))
+                    # few candidates, and a prerequisite of the formulas that need them: never capped away
+                    cands.append(_Cand((0, 0, order, cname), obj))
                 continue
             for n_bound, binding in enumerate(self._bindings(prim, variables)):
                 if n_bound >= self.max_per_op:
@@ -319,7 +322,8 @@ class EnumeratorGenerator:
                     acc |= deps.get(a, set())
             deps[s.out.name] = acc
         needed = {g.name for g in req.givens if g.value != 0}
-        outs = [v for v in variables if not v.is_given]
+        loaded = {s.out.name for s in steps if s.op == "const"}  # a bare constant is not what a problem asks
+        outs = [v for v in variables if not v.is_given and v.name not in loaded]
         if target is None:
             outs = outs[-1:]
         res = []
