@@ -15,11 +15,12 @@ def conf_dir() -> Path:
 
 def data_dir() -> Path:
     """Raw data sets: $PCR_RAY_DATA, else ../shared/data next to the repository."""
-    return Path(os.environ.get("PCR_RAY_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
+    return Path(os.environ.get("PCR_RAY_DATA") or REPO_ROOT.parent / "shared" / "data").resolve()
 
 
 def cache_dir() -> Path:
-    """Built artifacts (parquet problems, pairs, PRM checkpoints): $PCR_RAY_CACHE, else .cache/ in the repo."""
-    p = Path(os.environ.get("PCR_RAY_CACHE", REPO_ROOT / ".cache")).resolve()
+    """Built artifacts (parquet problems, pairs, PRM checkpoints): $PCR_RAY_CACHE, else .cache/ in the repo
+    (an empty variable counts as unset, not as the working directory)."""
+    p = Path(os.environ.get("PCR_RAY_CACHE") or REPO_ROOT / ".cache").resolve()
     p.mkdir(parents=True, exist_ok=True)
     return p

@@ -110,3 +110,16 @@ def test_problem_dict_roundtrip():
         Problem("", "s", "t", "a")
     with pytest.raises(ValueError):
         Problem("z", "s", "t", "a", float("inf"))
+
+
+def test_empty_cache_and_data_variables_count_as_unset(monkeypatch, tmp_path) -> None:
+    """`PCR_RAY_CACHE= make demo` must not turn the working directory into the cache."""
+    from pcr_ray.config import REPO_ROOT, cache_dir, data_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PCR_RAY_CACHE", "")
+    monkeypatch.setenv("PCR_RAY_DATA", "")
+    assert cache_dir() == (REPO_ROOT / ".cache").resolve()
+    assert data_dir() == (REPO_ROOT.parent / "shared" / "data").resolve()
+    monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == (tmp_path / "c").resolve() and (tmp_path / "c").is_dir()
