@@ -95,7 +95,8 @@ def _summ(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoints", nargs="+", required=True, help="PRM checkpoint folders, compared in one run")
+    ap.add_argument("--checkpoints", nargs="+", default=None,
+                    help="PRM checkpoint folders, compared in one run (default: the cached csp PRM)")
     ap.add_argument("--physics", type=int, default=40)
     ap.add_argument("--gsm8k", type=int, default=0)
     ap.add_argument("--max-gold-steps", type=int, default=4)
@@ -103,7 +104,11 @@ def main() -> None:
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
     args = ap.parse_args()
 
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
+
+    if not args.checkpoints:  # `make bench` runs every script without arguments
+        args.checkpoints = [str(ensure_checkpoint("csp"))]
 
     sets = {name: _states(probs) for name, probs in _problems(args).items()}
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
