@@ -8,7 +8,15 @@ import pandas as pd
 import pytest
 
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, final_state, gold_state, mine_rows, select_negatives
+from pcr_ray.prm.mine import (
+    MINED_ANSWER_TIMING,
+    MINED_COLUMNS,
+    MineConfig,
+    final_state,
+    gold_state,
+    mine_rows,
+    select_negatives,
+)
 from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
 from pcr_ray.search import SearchProblem
 from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
@@ -102,8 +110,10 @@ def test_select_negatives_keeps_the_highest_scored_wrong_candidates() -> None:
 def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm) -> None:
     problems = _rows(6, seed=13)
     rows, status = mine_rows(problems, prm, MineConfig(per_problem=2))
-    assert status == {"ok": 6} and len(rows) == 12 and all(list(r) == list(PAIR_COLUMNS) for r in rows)
+    assert status == {"ok": 6} and len(rows) == 12 and all(list(r) == list(MINED_COLUMNS) for r in rows)
     assert mine_rows(problems, prm, MineConfig(per_problem=2))[0] == rows
+    for a, b in zip(rows[::2], rows[1::2], strict=True):  # per problem, hardest first: margin = r- minus r+
+        assert a["problem_id"] == b["problem_id"] and a["margin"] >= b["margin"]
     for pid in {r["problem_id"] for r in rows}:
         st, _ = final_state(next(p for p in problems if p["id"] == pid), MineConfig())
         scores = prm.score(st.pairs)
@@ -145,6 +155,7 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     summary = json.loads((pairs / "mined_summary.json").read_text())
     train = pd.read_parquet(pairs / "train" / f"{MINED_ANSWER_TIMING}.parquet")
     test = pd.read_parquet(pairs / "test" / f"{MINED_ANSWER_TIMING}.parquet")
+    assert list(train.columns) == list(PAIR_COLUMNS)  # make-pairs' schema: the mining margin is not written
     assert train["problem_id"].nunique() == 6 and test["problem_id"].nunique() == 2
     assert summary["pairs"] == len(train) + len(test) == 16 and not (pairs / "validation").exists()
     assert set(train["problem_id"].map(split_of)) == {"train"} and set(test["problem_id"].map(split_of)) == {"test"}

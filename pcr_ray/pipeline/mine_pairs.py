@@ -21,8 +21,8 @@ from typing import Any
 
 from pcr_ray.pipeline.eval_prm import resolve_checkpoint
 from pcr_ray.pipeline.make_pairs import _init_ray, _problem_rows, default_pairs_dir, hydra_main
-from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MineConfig, mine_rows
-from pcr_ray.prm.pairs import PAIR_COLUMNS, SPLITS, split_of
+from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MINED_COLUMNS, MineConfig, mine_rows
+from pcr_ray.prm.pairs import SPLITS, split_of
 
 CONFIG_NAME = "mine_pairs"
 
@@ -55,7 +55,7 @@ class MineBatch:
         import pandas as pd
 
         rows, _ = mine_rows(batch.to_dict("records"), self.scorer, self.cfg)
-        return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+        return pd.DataFrame(rows, columns=list(MINED_COLUMNS))
 
 
 def _select_problems(rows: list[dict[str, Any]], cfg: Mapping[str, Any], mcfg: MineConfig) -> list[dict[str, Any]]:
@@ -109,7 +109,7 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         ).to_pandas()
     else:
         rows, _ = mine_rows(problems, MineBatch(**kw).scorer, mcfg)
-        df = pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+        df = pd.DataFrame(rows, columns=list(MINED_COLUMNS))
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -121,15 +121,13 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         dest = pairs_dir / split / f"{MINED_ANSWER_TIMING}{suffix}.parquet"
         tmp = dest.with_suffix(".parquet.tmp")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), tmp)
+        pq.write_table(pa.Table.from_pandas(part.drop(columns=["margin"]), preserve_index=False), tmp)
         shutil.move(str(tmp), dest)
         written[split] = {"pairs": int(len(part)), "problems": int(part["problem_id"].nunique()), "file": str(dest)}
-    margins = [float(x.rsplit("r- ", 1)[1].split(" vs r+ ")[0]) - float(x.rsplit("r+ ", 1)[1].rstrip(")"))
-               for x in df["note"]]
     summary = {"checkpoint": str(ckpt), "pairs_dir": str(pairs_dir), "problems": len(problems),
                "positions": mcfg.positions,
                "pairs": int(len(df)), "by_split": written, "per_problem": mcfg.per_problem,
-               "negatives_scored_above_gold": round(sum(m > 0 for m in margins) / max(1, len(margins)), 4),
+               "negatives_scored_above_gold": round(float((df["margin"] > 0).mean()) if len(df) else 0.0, 4),
                "seconds": round(time.perf_counter() - t0, 1)}
     (pairs_dir / f"mined_summary{suffix}.json").write_text(json.dumps(summary, indent=2))
     print(f"[mine-pairs] {summary['pairs']} {MINED_ANSWER_TIMING} pairs from {len(problems)} problems in "

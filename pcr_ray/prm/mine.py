@@ -33,6 +33,8 @@ from pcr_ray.verifier import VerifierState
 
 MINED_ANSWER_TIMING = "mined_answer_timing"
 MINED_KINDS: tuple[str, ...] = (MINED_ANSWER_TIMING,)
+# mine_rows' rows: make-pairs' columns plus `margin` (r- minus r+ under the mining PRM; > 0: the PRM got it wrong)
+MINED_COLUMNS: tuple[str, ...] = (*PAIR_COLUMNS, "margin")
 
 
 def _default_generators() -> dict[str, dict[str, Any]]:
@@ -179,14 +181,15 @@ def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[GoldState 
 
 
 def select_negatives(state: GoldState, scores: Sequence[float], per_problem: int) -> list[dict[str, Any]]:
-    """Pair rows: the gold answer against the `per_problem` highest-scored other candidates (ties by text)."""
+    """Pair rows: the gold action against the `per_problem` highest-scored other candidates (ties by text)."""
     order = sorted(range(1, len(state.pairs)), key=lambda i: (-scores[i], state.pairs[i][1]))[:per_problem]
     rows = []
     for i in order:
         rows.append({**state.row, "pos_step": state.pairs[0][1], "pos_json": state.jsons[0],
                      "neg_step": state.pairs[i][1], "neg_json": state.jsons[i], "pos_value": state.values[0],
                      "neg_value": state.values[i], "verified": True,
-                     "note": f"{state.notes[i]} (mined: r- {scores[i]:.4f} vs r+ {scores[0]:.4f})"})
+                     "note": f"{state.notes[i]} (mined: r- {scores[i]:.4f} vs r+ {scores[0]:.4f})",
+                     "margin": float(scores[i] - scores[0])})
     return rows
 
 
@@ -201,7 +204,7 @@ def _answers_only(st: GoldState) -> GoldState | None:
 
 def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfig | None = None,
               ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Mined pair rows of many problems with one batched scorer call, and a count of statuses."""
+    """Mined pair rows (MINED_COLUMNS) of many problems with one batched scorer call, and a count of statuses."""
     cfg = cfg or MineConfig()
     states: list[GoldState] = []
     status: dict[str, int] = {}
@@ -223,4 +226,4 @@ def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfi
     rows: list[dict[str, Any]] = []
     for st in states:
         rows.extend(select_negatives(st, [got[p] for p in st.pairs], cfg.per_problem))
-    return [{c: r[c] for c in PAIR_COLUMNS} for r in rows], status
+    return [{c: r[c] for c in MINED_COLUMNS} for r in rows], status
