@@ -11,7 +11,8 @@ converted annotations); physics uses every primitive. Answer declarations are sc
 the other methods with the NS-PRM. Writes benchmarks/results/bench_search_methods.json.
 
     .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
-        [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods]
+        [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
+        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy]
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def main() -> None:
                     help="conventional PRM for prm_only (default: the cached random one)")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    ap.add_argument("--generators", nargs="+", default=["blind", "typed"], choices=["blind", "typed"],
+                    help="enumerator modes to run (typed alone: the verifier-filtered rows only, a quick check)")
     ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
@@ -119,7 +122,8 @@ def main() -> None:
         problems = [sp for _, sp in items]
         gens = _generators(dataset, args)
         res: dict[str, Any] = {}
-        runs = [(m, "blind") for m in args.methods] + [(m, "typed") for m in args.methods if m != "prm_only"]
+        runs = [(m, g) for g in ("blind", "typed") if g in args.generators for m in args.methods
+                if g == "blind" or m != "prm_only"]
         for method, gkey in runs:
             label = method if gkey == "blind" else f"{method} (typed enumerator)"
             cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,

@@ -9,6 +9,7 @@ import pytest
 
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.prm.mine import (
+    MINED_ALTERNATIVE_STEP,
     MINED_ANSWER_TIMING,
     MINED_COLUMNS,
     MineConfig,
@@ -129,14 +130,43 @@ def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
     assert rows and all(0 < r["t"] < r["gold_steps"] for r in rows)
     assert all(r["neg_step"].startswith("answer: ") and not r["pos_step"].startswith("answer: ") for r in rows)
     assert all(r["note"].split(" (mined")[0].endswith("too early") for r in rows)
-    both, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="all"))
+    all_, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="all"))
     end, _ = mine_rows(problems, prm, MineConfig(per_problem=2))
+    steps, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="steps"))
     def key(rs: list[dict]) -> list[tuple]:  # scores in the notes may differ in the last digit between batches
-        return sorted((r["problem_id"], r["t"], r["pos_step"], r["neg_step"]) for r in rs)
+        return sorted((r["problem_id"], r["kind"], r["t"], r["pos_step"], r["neg_step"]) for r in rs)
 
-    assert key(both) == key(rows + end)
+    assert key(all_) == key(rows + end + steps)
     with pytest.raises(ValueError, match="positions"):
         MineConfig(positions="middle")
+
+
+def test_steps_positions_mine_wrong_steps_against_gold_steps_at_every_earlier_prefix(prm) -> None:
+    problems = [r for r in _rows(16, seed=23) if r["gold_steps"] >= 2]
+    rows, _ = mine_rows(problems, prm, MineConfig(per_problem=3, positions="steps"))
+    assert rows and all(r["kind"] == MINED_ALTERNATIVE_STEP for r in rows)
+    assert all(0 <= r["t"] < r["gold_steps"] for r in rows)
+    assert all(not r["neg_step"].startswith("answer: ") and not r["pos_step"].startswith("answer: ") for r in rows)
+    # every prefix of every trace is mined (0..n-1), and each negative is valid and none of the later gold values
+    assert {(r["problem_id"], r["t"]) for r in rows} == {(p["id"], t) for p in problems for t in range(p["gold_steps"])}
+    for r in rows:
+        p = next(q for q in problems if q["id"] == r["problem_id"])
+        trace = parse_trace(_trace_dict(p))[0]
+        state, _ = VerifierState.from_givens(SearchProblem.from_problem(p, givens="gold").givens)
+        later = []
+        for i, s in enumerate(trace.steps):
+            out = check_step_candidate(state, s, strict=True)
+            state = out.state
+            if i >= r["t"]:
+                later.append(float(out.step.value))
+        assert r["pos_value"] == pytest.approx(later[0])
+        assert all(abs(r["neg_value"] - v) > 1e-3 * abs(v) for v in later)
+    # prefixes_per_problem samples that many prefixes per trace, deterministically
+    one, _ = mine_rows(problems, prm, MineConfig(per_problem=3, positions="steps", prefixes_per_problem=1))
+    assert len({(r["problem_id"], r["t"]) for r in one}) == len(problems)
+    assert one == mine_rows(problems, prm, MineConfig(per_problem=3, positions="steps", prefixes_per_problem=1))[0]
+    with pytest.raises(ValueError, match="prefixes_per_problem"):
+        MineConfig(prefixes_per_problem=-1)
 
 
 @pytest.mark.ray
@@ -152,7 +182,7 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "per_problem=2",
                  "sources=[{name: physics, kwargs: {n: 30, seed: 3}}]", "limit_per_split={train: 6, test: 2}",
                  "splits=[train,test]", "batch_size=4"]) == 0
-    summary = json.loads((pairs / "mined_summary.json").read_text())
+    summary = json.loads((pairs / f"{MINED_ANSWER_TIMING}_summary.json").read_text())
     train = pd.read_parquet(pairs / "train" / f"{MINED_ANSWER_TIMING}.parquet")
     test = pd.read_parquet(pairs / "test" / f"{MINED_ANSWER_TIMING}.parquet")
     assert list(train.columns) == list(PAIR_COLUMNS)  # make-pairs' schema: the mining margin is not written
@@ -162,3 +192,13 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     assert MINED_ANSWER_TIMING in default_kinds("csp") and MINED_ANSWER_TIMING not in default_kinds("random")
     ds = load_pairs_dataset(pairs, "train", default_kinds("csp"))
     assert ds.count() == len(train)
+    # positions=steps writes its own file and kind, which train-prm reads beside the first
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "per_problem=2",
+                 "sources=[{name: physics, kwargs: {n: 30, seed: 3}}]", "limit_per_split={train: 6}",
+                 "splits=[train]", "positions=steps", "prefixes_per_problem=1", "use_ray=false"]) == 0
+    steps = pd.read_parquet(pairs / "train" / f"{MINED_ALTERNATIVE_STEP}.parquet")
+    assert set(steps["kind"]) == {MINED_ALTERNATIVE_STEP} and steps["problem_id"].nunique() == 6
+    summary = json.loads((pairs / f"{MINED_ALTERNATIVE_STEP}_summary.json").read_text())
+    assert summary["pairs_by_kind"] == {MINED_ALTERNATIVE_STEP: len(steps)}
+    assert MINED_ALTERNATIVE_STEP in default_kinds("csp")
+    assert load_pairs_dataset(pairs, "train", default_kinds("csp")).count() == len(train) + len(steps)

@@ -20,7 +20,7 @@ import numpy as np
 from pcr_ray.config import cache_dir
 from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
-from pcr_ray.prm.mine import MINED_KINDS
+from pcr_ray.prm.pairs import MINED_KINDS
 from pcr_ray.prm.search_pairs import SEARCH_KINDS
 
 CONFIG_NAME = "eval_prm"

@@ -1,11 +1,11 @@
-"""`pcr-ray mine-pairs`: answer-timing negatives mined with a PRM checkpoint, added to make-pairs' output.
+"""`pcr-ray mine-pairs`: hard negatives mined with a PRM checkpoint along gold traces, added to make-pairs' output.
 
 Problems come from the same sources as make-pairs (same split hash, so a problem keeps its split); Ray Data maps
 `pcr_ray.prm.mine.mine_rows` over them in PRM actors (ActorPoolStrategy), or it runs in this process
-(`use_ray: false`). Writes <pairs_dir>/<split>/mined_answer_timing[_early|_all].parquet (by `positions`)
-next to pairs.parquet (train-prm and eval-prm read every parquet file of a split) and
-<pairs_dir>/mined_summary[_early|_all].json. The mined pairs belong to the PRM that mined them: re-running
-make-pairs replaces the folder, mined files included.
+(`use_ray: false`). Writes <pairs_dir>/<split>/<stem>.parquet, the stem by `positions` (end:
+mined_answer_timing, early: mined_answer_timing_early, steps: mined_alternative_step, all: mined_all), next to
+pairs.parquet (train-prm and eval-prm read every parquet file of a split) and <pairs_dir>/<stem>_summary.json.
+The mined pairs belong to the PRM that mined them: re-running make-pairs replaces the folder, mined files included.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from pcr_ray.pipeline.eval_prm import resolve_checkpoint
 from pcr_ray.pipeline.make_pairs import _init_ray, _problem_rows, default_pairs_dir, hydra_main
-from pcr_ray.prm.mine import MINED_ANSWER_TIMING, MINED_COLUMNS, MineConfig, mine_rows
+from pcr_ray.prm.mine import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
 from pcr_ray.prm.pairs import SPLITS, split_of
 
 CONFIG_NAME = "mine_pairs"
@@ -31,7 +31,8 @@ def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
     kw: dict[str, Any] = {"per_problem": int(cfg.get("per_problem", 4)), "cap": int(cfg.get("cap", 48)),
                           "seed": int(cfg.get("seed", 0)), "rel_tol": float(cfg.get("rel_tol", 1e-3)),
                           "split_fractions": tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1)),
-                          "positions": str(cfg.get("positions", "end"))}
+                          "positions": str(cfg.get("positions", "end")),
+                          "prefixes_per_problem": int(cfg.get("prefixes_per_problem") or 0)}
     if cfg.get("generators") is not None:
         kw["generators"] = {str(k): dict(v) for k, v in dict(cfg["generators"]).items()}
     return MineConfig(**kw)
@@ -115,22 +116,24 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     df = df.sort_values(["problem_id", "neg_step"], kind="stable").reset_index(drop=True)
     written = {}
-    suffix = "" if mcfg.positions == "end" else f"_{mcfg.positions}"
+    stem = mined_file_stem(mcfg.positions)
     for split in sorted(set(df["split"])):
         part = df[df["split"] == split].reset_index(drop=True)
-        dest = pairs_dir / split / f"{MINED_ANSWER_TIMING}{suffix}.parquet"
+        dest = pairs_dir / split / f"{stem}.parquet"
         tmp = dest.with_suffix(".parquet.tmp")
         dest.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pandas(part.drop(columns=["margin"]), preserve_index=False), tmp)
         shutil.move(str(tmp), dest)
         written[split] = {"pairs": int(len(part)), "problems": int(part["problem_id"].nunique()), "file": str(dest)}
     summary = {"checkpoint": str(ckpt), "pairs_dir": str(pairs_dir), "problems": len(problems),
-               "positions": mcfg.positions,
+               "positions": mcfg.positions, "prefixes_per_problem": mcfg.prefixes_per_problem,
+               "pairs_by_kind": {str(k): int(v) for k, v in df["kind"].value_counts().sort_index().items()},
                "pairs": int(len(df)), "by_split": written, "per_problem": mcfg.per_problem,
                "negatives_scored_above_gold": round(float((df["margin"] > 0).mean()) if len(df) else 0.0, 4),
                "seconds": round(time.perf_counter() - t0, 1)}
-    (pairs_dir / f"mined_summary{suffix}.json").write_text(json.dumps(summary, indent=2))
-    print(f"[mine-pairs] {summary['pairs']} {MINED_ANSWER_TIMING} pairs from {len(problems)} problems in "
+    (pairs_dir / f"{stem}_summary.json").write_text(json.dumps(summary, indent=2))
+    kinds = ", ".join(f"{v} {k}" for k, v in summary["pairs_by_kind"].items()) or "no"
+    print(f"[mine-pairs] {summary['pairs']} pairs ({kinds}) from {len(problems)} problems in "
           f"{summary['seconds']}s; {100 * summary['negatives_scored_above_gold']:.1f}% of the mined negatives score "
           f"above the gold action (the answer at the end, the next step before it)", flush=True)
     for split, w in written.items():
@@ -140,10 +143,13 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 USAGE = """usage: pcr-ray mine-pairs [key=value ...]
 
-At the end of each gold trace, score every valid candidate the search's enumerator offers with a PRM and keep
-the highest-scored wrong ones as negatives against the gold answer (kind mined_answer_timing), added to
-make-pairs' output. Train on them with train-prm (kinds include them by default for the NS-PRM).
+Along gold traces, score every valid candidate the search's enumerator offers with a PRM and keep the
+highest-scored wrong ones as negatives against the gold action, added to make-pairs' output. positions=end
+(default): the gold answer against continuations (kind mined_answer_timing); early: the gold step against
+too-early answers; steps: the gold step against wrong valid steps (kind mined_alternative_step); all: the three.
+Train on them with train-prm (kinds include them by default for the NS-PRM).
 e.g.  pcr-ray mine-pairs prm.checkpoint=.cache/prm_full/csp3 limit_per_split=1500
+      pcr-ray mine-pairs prm.checkpoint=.cache/prm_full/csp4 positions=steps prefixes_per_problem=2
       pcr-ray train-prm train.init_from=.cache/prm_full/csp3 'kind_weights={mined_answer_timing:8}'"""
 
 

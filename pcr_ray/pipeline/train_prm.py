@@ -24,8 +24,7 @@ from pcr_ray.config import cache_dir
 from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
-from pcr_ray.prm.mine import MINED_KINDS
-from pcr_ray.prm.pairs import KIND_GROUPS
+from pcr_ray.prm.pairs import KIND_GROUPS, MINED_KINDS
 
 CONFIG_NAME = "train_prm"
 # torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads

@@ -9,12 +9,15 @@ being improved, and the `per_problem` highest-scored ones (continuation steps, o
 quantity) become negatives against the gold answer. A PRM trained on those learns to stop, and may then stop
 too soon: `positions='early'` mines the other side, at each earlier gold prefix the gold step against the
 answer declarations the search would offer there. Rows have make-pairs' columns and the kind
-`mined_answer_timing` (t < gold_steps: the early side); contexts and candidates are rendered exactly as the
-search renders them.
+`mined_answer_timing` (t < gold_steps: the early side). `positions='steps'` mines the step ranking the search
+needs before the end: at each earlier gold prefix, the gold step against the PRM's top-scored valid steps that
+compute none of the quantities the gold trace computes from there on (kind `mined_alternative_step`). Contexts
+and candidates are rendered exactly as the search renders them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -23,7 +26,7 @@ from typing import Any
 
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
-from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
+from pcr_ray.prm.pairs import MINED_ALTERNATIVE_STEP, MINED_ANSWER_TIMING, MINED_KINDS, PAIR_COLUMNS, split_of
 from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchProblem
 from pcr_ray.search_strategies.candidates import check_answer_candidate, check_step_candidate, parse_candidate
@@ -31,10 +34,20 @@ from pcr_ray.search_strategies.scoring import pair_for
 from pcr_ray.trace import parse_trace
 from pcr_ray.verifier import VerifierState
 
-MINED_ANSWER_TIMING = "mined_answer_timing"
-MINED_KINDS: tuple[str, ...] = (MINED_ANSWER_TIMING,)
+__all__ = ["MINED_ALTERNATIVE_STEP", "MINED_ANSWER_TIMING", "MINED_COLUMNS", "MINED_KINDS", "POSITIONS", "GoldState",
+           "MineConfig", "final_state", "gold_state", "mine_rows", "mined_file_stem", "select_negatives"]
 # mine_rows' rows: make-pairs' columns plus `margin` (r- minus r+ under the mining PRM; > 0: the PRM got it wrong)
 MINED_COLUMNS: tuple[str, ...] = (*PAIR_COLUMNS, "margin")
+# where along a gold trace mine-pairs mines, and the parquet file (stem) each setting writes in a split folder
+POSITIONS: dict[str, str] = {"end": MINED_ANSWER_TIMING, "early": f"{MINED_ANSWER_TIMING}_early",
+                             "steps": MINED_ALTERNATIVE_STEP, "all": "mined_all"}
+
+
+def mined_file_stem(positions: str) -> str:
+    """The file name (without .parquet) mine-pairs writes for a `positions` setting."""
+    if positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {sorted(POSITIONS)}, got {positions!r}")
+    return POSITIONS[positions]
 
 
 def _default_generators() -> dict[str, dict[str, Any]]:
@@ -54,14 +67,17 @@ class MineConfig:
     max_steps: int = 32
     generators: dict[str, dict[str, Any]] = field(default_factory=_default_generators)
     # end: the gold answer against continuations (stopping late); early: at each earlier gold prefix, the gold
-    # step against answer declarations (stopping early: a PRM that learned to stop may stop too soon); all: both
+    # step against answer declarations (stopping early: a PRM that learned to stop may stop too soon); steps: at
+    # each earlier gold prefix, the gold step against wrong valid steps (ranking before the end); all: the three
     positions: str = "end"
+    prefixes_per_problem: int = 0  # early/steps: at most this many earlier prefixes per trace (seeded); 0: all
 
     def __post_init__(self) -> None:
         if self.per_problem < 1:
             raise ValueError(f"per_problem must be >= 1, got {self.per_problem}")
-        if self.positions not in ("end", "early", "all"):
-            raise ValueError(f"positions must be end, early or all, got {self.positions!r}")
+        mined_file_stem(self.positions)
+        if self.prefixes_per_problem < 0:
+            raise ValueError(f"prefixes_per_problem must be >= 0 (0: all), got {self.prefixes_per_problem}")
 
     def generator_for(self, source: str) -> EnumeratorGenerator:
         """The typed enumerator the search would use on a problem of this source."""
@@ -193,13 +209,23 @@ def select_negatives(state: GoldState, scores: Sequence[float], per_problem: int
     return rows
 
 
-def _answers_only(st: GoldState) -> GoldState | None:
-    """The gold action and the answer declarations of a state (None when it has none)."""
-    keep = [0] + [i for i in range(1, len(st.pairs)) if st.pairs[i][1].startswith("answer: ")]
+def _only(st: GoldState, answers: bool, kind: str) -> GoldState | None:
+    """The gold action and either the answer declarations or the steps of a state, as pairs of `kind` (None
+    when it has no such candidate)."""
+    keep = [0] + [i for i in range(1, len(st.pairs)) if st.pairs[i][1].startswith("answer: ") == answers]
     if len(keep) < 2:
         return None
-    return GoldState(st.row, [st.pairs[i] for i in keep], [st.jsons[i] for i in keep], [st.values[i] for i in keep],
-                     [st.notes[i] for i in keep])
+    return GoldState({**st.row, "kind": kind}, [st.pairs[i] for i in keep], [st.jsons[i] for i in keep],
+                     [st.values[i] for i in keep], [st.notes[i] for i in keep])
+
+
+def _prefixes(pid: str, first: int, n: int, cfg: MineConfig) -> list[int]:
+    """The earlier prefixes t in first..n-1 mined for one trace: all, or a seeded sample of prefixes_per_problem."""
+    ts = list(range(first, n))
+    k = cfg.prefixes_per_problem
+    if k <= 0 or k >= len(ts):
+        return ts
+    return sorted(sorted(ts, key=lambda t: hashlib.sha1(f"{cfg.seed}:{pid}:{t}".encode()).hexdigest())[:k])
 
 
 def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfig | None = None,
@@ -216,11 +242,17 @@ def mine_rows(problems: Sequence[Mapping[str, Any]], scorer: Any, cfg: MineConfi
             continue
         if cfg.positions in ("end", "all"):
             states.append(st)
-        if cfg.positions in ("early", "all"):
-            for t in range(1, st.row["gold_steps"]):  # at t = 0 there is nothing to answer with
-                early, _ = gold_state(p, cfg, t)
-                if early is not None and (early := _answers_only(early)) is not None:
-                    states.append(early)
+        pid, n = st.row["problem_id"], st.row["gold_steps"]
+        early_ts = _prefixes(pid, 1, n, cfg) if cfg.positions in ("early", "all") else []  # t = 0: nothing to answer
+        step_ts = _prefixes(pid, 0, n, cfg) if cfg.positions in ("steps", "all") else []
+        for t in sorted(set(early_ts) | set(step_ts)):
+            before, _ = gold_state(p, cfg, t)
+            if before is None:
+                continue
+            if t in early_ts and (early := _only(before, True, MINED_ANSWER_TIMING)) is not None:
+                states.append(early)
+            if t in step_ts and (other := _only(before, False, MINED_ALTERNATIVE_STEP)) is not None:
+                states.append(other)
     flat = sorted({pair for st in states for pair in st.pairs})
     got = dict(zip(flat, scorer.score(flat), strict=True)) if flat else {}
     rows: list[dict[str, Any]] = []

@@ -28,6 +28,13 @@ PAIR_COLUMNS: tuple[str, ...] = (
 # because both decide when a search stops (answer declarations are scored like steps).
 KIND_GROUPS: dict[str, tuple[str, ...]] = {"csp": CSP_KINDS + SEARCH_KINDS, "random": RANDOM_KINDS + (ANSWER_TIMING,)}
 ALL_PAIR_KINDS: tuple[str, ...] = CSP_KINDS + SEARCH_KINDS + RANDOM_KINDS
+# mine-pairs' kinds (pcr_ray/prm/mine.py): negatives a trained PRM ranked high at gold prefixes; the NS-PRM
+# trains on them when the pairs folder has them. answer timing: the gold answer against continuations at the
+# end (and the gold step against too-early answers before it); alternative step: the gold step against wrong
+# valid steps before the end.
+MINED_ANSWER_TIMING = "mined_answer_timing"
+MINED_ALTERNATIVE_STEP = "mined_alternative_step"
+MINED_KINDS: tuple[str, ...] = (MINED_ANSWER_TIMING, MINED_ALTERNATIVE_STEP)
 
 
 @dataclass(frozen=True)
