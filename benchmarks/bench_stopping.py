@@ -102,6 +102,7 @@ def main() -> None:
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
+    ap.add_argument("--name", default="bench_stopping", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
@@ -128,7 +129,7 @@ def main() -> None:
                 print(f"{ck:32s} {name:8s} early answer outscores the gold step: "
                       f"{res[name]['early answer outscores the gold step']:.3f}", flush=True)
         out["results"][ck] = {"identity": scorer.identity, **res}
-    write_result("bench_stopping", out)
+    write_result(args.name, out)
 
 
 if __name__ == "__main__":
