@@ -50,7 +50,7 @@ def test_make_pairs_splits_by_problem_and_matches_in_process(pairs_dir):
 @pytest.mark.slow
 def test_ray_train_two_workers_checkpoints_resumes_and_evaluates(pairs_dir, tmp_path):
     from pcr_ray.pipeline.eval_prm import eval_prm
-    from pcr_ray.pipeline.train_prm import train_prm
+    from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset, train_prm
     from pcr_ray.prm.scorer import PRMScorer
 
     out, _, _ = pairs_dir
@@ -65,6 +65,9 @@ def test_ray_train_two_workers_checkpoints_resumes_and_evaluates(pairs_dir, tmp_
     first = train_prm(cfg)
     assert [h["epoch"] for h in first["history"]] == [0]
     assert first["history"][0]["train_pairs"] == 32  # both workers' shards counted (all-reduced)
+    subset = load_pairs_dataset(out, "train", default_kinds("csp"), 32, 0).to_pandas()
+    assert first["train_pairs_by_kind"] == subset["kind"].value_counts().to_dict()
+    assert sum(first["train_pairs_by_kind"].values()) == 32
     second = train_prm({**cfg, "train": {**cfg["train"], "epochs": 2}})  # same run: resumes after epoch 0
     assert [h["epoch"] for h in second["history"]] == [0, 1]
     assert second["history"][0] == first["history"][0]

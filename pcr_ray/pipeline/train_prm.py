@@ -151,6 +151,13 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
     return ds
 
 
+def kind_counts(ds: Any) -> dict[str, int]:
+    """Pairs per kind of a Ray Dataset of pairs (what kind_weights made of a limited subset), largest first."""
+    rows = ds.groupby("kind").count().take_all()
+    counts = {str(r["kind"]): int(r["count()"]) for r in rows}
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
     from ray.train import CheckpointConfig, RunConfig, ScalingConfig
@@ -197,8 +204,10 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         train_cfg["init_from"] = str(Path(str(train_cfg["init_from"])).expanduser().resolve())
     if not train_cfg.get("torch_threads") and not scaling.get("use_gpu"):
         train_cfg["torch_threads"] = max(1, int(cpus))
+    by_kind = kind_counts(train_ds)
     print(f"[train-prm] {kind} PRM: {n_train} train / {n_val} validation pairs (kinds {list(kinds)}), "
           f"{scaling.get('num_workers', 1)} worker(s), backbone {train_cfg['backbone']}", flush=True)
+    print("[train-prm] train pairs by kind: " + ", ".join(f"{k} {v}" for k, v in by_kind.items()), flush=True)
     trainer = TorchTrainer(
         ray_train_loop,
         train_loop_config={"train": train_cfg, "shuffle_buffer": int(cfg.get("shuffle_buffer", 2048))},
@@ -226,6 +235,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
               f"{h['val_pairwise_acc']:.4f}  val_loss {h['val_loss']:.4f}  ({h['train_pairs']} pairs, "
               f"{h['epoch_seconds']}s)", flush=True)
     summary = {"checkpoint": str(output), "kind": kind, "train_pairs": int(n_train), "val_pairs": int(n_val),
+               "train_pairs_by_kind": by_kind,
                "metrics": dict(result.metrics or {}), "history": history, "run_dir": str(storage / run_name),
                "seconds": round(time.perf_counter() - t0, 1)}
     print(f"[train-prm] checkpoint: {output} ({summary['seconds']}s)", flush=True)
