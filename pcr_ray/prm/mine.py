@@ -1,4 +1,4 @@
-"""Listwise answer-timing hard negatives, mined from a PRM's own ranking along verified gold traces.
+"""Listwise hard negatives (answer timing, wrong steps), mined from a PRM's own ranking along verified gold traces.
 
 The `answer_timing` pairs of make-pairs set the gold answer against one random valid continuation. At search
 time the answer competes with every valid continuation the generator offers at once (~40 for the typed
