@@ -202,3 +202,10 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     assert summary["pairs_by_kind"] == {MINED_ALTERNATIVE_STEP: len(steps)}
     assert MINED_ALTERNATIVE_STEP in default_kinds("csp")
     assert load_pairs_dataset(pairs, "train", default_kinds("csp")).count() == len(train) + len(steps)
+    # through Ray with nothing to mine (one-step traces have no earlier prefix with an answer): an empty summary
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "positions=early",
+                 "sources=[{name: physics, kwargs: {n: 3, seed: 12}}]", "limit_per_split={train: 2}",
+                 "splits=[train]"]) == 0
+    summary = json.loads((pairs / "mined_answer_timing_early_summary.json").read_text())
+    assert summary["problems"] == 2 and summary["pairs"] == 0 and summary["by_split"] == {}
+    assert summary["pairs_by_kind"] == {} and "0 pairs (no) from 2 problems" in capsys.readouterr().out

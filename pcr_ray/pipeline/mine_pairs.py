@@ -42,7 +42,7 @@ class MineBatch:
     """map_batches UDF (an actor): loads the PRM once, mines a pandas batch of Problem rows."""
 
     def __init__(self, checkpoint: str, mine_cfg: MineConfig, int8: bool = True, max_batch: int = 64,
-                 max_length: int = 160, torch_threads: int = 0) -> None:
+                 max_length: int | None = None, torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
 
@@ -97,7 +97,8 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not problems:
         raise ValueError("no problems with gold traces in the configured sources and splits")
     kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),
-          "max_batch": int(prm.get("max_batch", 64)), "max_length": int(prm.get("max_length", 160))}
+          "max_batch": int(prm.get("max_batch", 64)),
+          "max_length": None}  # the length the checkpoint was trained at
     if bool(cfg.get("use_ray", True)):
         import ray
 
@@ -111,6 +112,8 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     else:
         rows, _ = mine_rows(problems, MineBatch(**kw).scorer, mcfg)
         df = pd.DataFrame(rows, columns=list(MINED_COLUMNS))
+    if df.empty:  # Ray's to_pandas of zero rows has no columns
+        df = pd.DataFrame(columns=list(MINED_COLUMNS))
     import pyarrow as pa
     import pyarrow.parquet as pq
 
