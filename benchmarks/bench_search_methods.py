@@ -103,6 +103,9 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--generators", nargs="+", default=["blind", "typed"], choices=["blind", "typed"],
                     help="enumerator modes to run (typed alone: the verifier-filtered rows only, a quick check)")
+    ap.add_argument("--max-length", type=int, default=None,
+                    help="PRM tokens per (context, candidate); longer contexts lose tokens from their start "
+                         "(default: the length the checkpoint was trained at)")
     ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
@@ -112,8 +115,8 @@ def main() -> None:
 
     ck = args.checkpoint or ensure_checkpoint("csp")
     bk = args.baseline_checkpoint or ensure_checkpoint("random")
-    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=160)
-    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=160)
+    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length)
+    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=args.max_length)
     out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "baseline_checkpoint": str(bk),
                            "prm_identity": scorer.identity, "args": vars(args), "datasets": {}}
     records = []

@@ -102,6 +102,9 @@ def main() -> None:
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
+    ap.add_argument("--max-length", type=int, default=None,
+                    help="tokens per (context, candidate); longer contexts lose tokens from their start "
+                         "(default: the length the checkpoint was trained at)")
     ap.add_argument("--name", default="bench_stopping", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
@@ -114,7 +117,7 @@ def main() -> None:
     sets = {name: _states(probs) for name, probs in _problems(args).items()}
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
     for ck in args.checkpoints:
-        scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=160)
+        scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length)
         res = {}
         for name, states in sets.items():
             t0 = time.perf_counter()

@@ -69,7 +69,7 @@ class ServeSettings:
     int8: bool = False
     device: str = "cpu"
     scorer_max_batch: int = 64
-    scorer_max_length: int = 160
+    scorer_max_length: int | None = None  # None: the length the checkpoint was trained at
     prm_num_cpus: float = 1.0
     ingress_num_cpus: float = 0.5
     max_ongoing_requests: int = 256
@@ -621,7 +621,7 @@ class PRMScorerDeployment:
 
     def __init__(self, checkpoint: str, max_batch_size: int = 32, batch_wait_timeout_s: float = 0.01,
                  int8: bool = False, device: str = "cpu", scorer_max_batch: int = 64,
-                 scorer_max_length: int = 160, torch_threads: int = 0) -> None:
+                 scorer_max_length: int | None = None, torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
 

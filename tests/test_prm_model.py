@@ -86,6 +86,17 @@ def test_scorer_batches_by_length_and_keeps_input_order(minilm_checkpoint):
     assert [sigmoid(v) for v in sc.logits(PAIRS)] == pytest.approx(a, abs=1e-12)
 
 
+def test_scorer_scores_at_the_checkpoints_trained_length_unless_told(minilm_checkpoint):
+    meta = read_meta(minilm_checkpoint)
+    default = PRMScorer.from_checkpoint(minilm_checkpoint)
+    assert default.max_length == meta.max_length == default.identity["max_length"] == 192
+    short = PRMScorer.from_checkpoint(minilm_checkpoint, max_length=48)
+    assert short.max_length == short.identity["max_length"] == 48
+    long_pair = [PAIRS[4]]  # ~200 tokens: cut at 48, (nearly) whole at 192
+    assert default.score(long_pair) == PRMScorer.from_checkpoint(minilm_checkpoint, max_length=192).score(long_pair)
+    assert default.score(long_pair) != short.score(long_pair)
+
+
 def test_int8_scorer_quantizes_linear_layers(minilm_checkpoint):
     q = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True)
     assert q.identity["int8"] is True

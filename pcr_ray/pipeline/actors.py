@@ -142,7 +142,8 @@ def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
         from pcr_ray.prm.checkpoints import ensure_checkpoint
 
         path = ensure_checkpoint(kind=str(prm_cfg.get("kind", "csp")))
-    kw = {k: prm_cfg[k] for k in ("device", "int8", "max_batch", "max_length") if prm_cfg.get(k) is not None}
+    # max_length is not passed: a checkpoint scores at the length it was trained at (prm.max_length is training's)
+    kw = {k: prm_cfg[k] for k in ("device", "int8", "max_batch") if prm_cfg.get(k) is not None}
     return PRMScorer.from_checkpoint(path, **kw)
 
 

@@ -74,7 +74,7 @@ def pair_metrics(df: Any) -> dict[str, dict[str, Any]]:
 class ScoreBatch:
     """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
 
-    def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int = 160,
+    def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int | None = None,
                  torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
@@ -148,7 +148,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
                        df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
     texts = texts.reset_index(drop=True)
     kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
-          "max_length": int(prm.get("max_length", 160))}
+          "max_length": None}  # the length the checkpoint was trained at
     t1 = time.perf_counter()
     if use_ray:
         import ray

@@ -36,9 +36,14 @@ class PRMScorer:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
-                        max_batch: int = 64, max_length: int = 256) -> PRMScorer:
-        """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU)."""
+                        max_batch: int = 64, max_length: int | None = None) -> PRMScorer:
+        """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
+
+        max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
+        (prm.json), so that a longer context is cut as it was in training.
+        """
         model, tok, meta = load_checkpoint(path, device="cpu")
+        max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
                           f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
