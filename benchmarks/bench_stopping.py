@@ -8,7 +8,8 @@ generated physics problems (gold givens, seed 11: not the pairs' seed 7919, not 
 seed 3) and optionally GSM8K test problems: how often the gold action ranks first, in the top 2 (beam 2
 keeps it), its mean reciprocal rank, and how often a too-early answer outscores the gold step. Candidates
 come from `pcr_ray.prm.mine.gold_state` (the search's typed enumerator, cap 48, rendered as the search
-renders them). Writes benchmarks/results/bench_stopping.json.
+renders them). Also reports the share of gold (context, action) pairs longer than the scorer's max_length
+(their context loses its start). Writes benchmarks/results/bench_stopping.json.
 
     .venv/bin/python benchmarks/bench_stopping.py --checkpoints .cache/prm_full/csp3 .cache/prm_full/csp4 \
         [--physics 40] [--gsm8k 0]
@@ -64,13 +65,18 @@ def _states(problems: list[dict[str, Any]]) -> list[Any]:
 def _ranks(states: list[Any], scorer: Any) -> list[dict[str, Any]]:
     flat = sorted({pair for st in states for pair in st.pairs})
     got = dict(zip(flat, scorer.score(flat), strict=True))
+    from pcr_ray.prm.model import encode_pairs
+
+    golds = [st.pairs[0] for st in states]  # their whole length: is the context cut at the scorer's max_length?
+    tokens = [len(ids) for ids in encode_pairs(scorer.tokenizer, [c for c, _ in golds], [t for _, t in golds],
+                                               4096, pad=False)["input_ids"]]
     rows = []
-    for st in states:
+    for st, n_tok in zip(states, tokens, strict=True):
         s = [got[p] for p in st.pairs]
         is_answer = [t.startswith("answer: ") for _, t in st.pairs]
+        early = any(a and x > s[0] for a, x in zip(is_answer[1:], s[1:], strict=True))
         rows.append({"end": st.row["t"] == st.row["gold_steps"], "rank": sum(1 for x in s[1:] if x > s[0]),
-                     "n": len(s), "early_answer_wins": any(a and x > s[0] for a, x in zip(is_answer[1:], s[1:],
-                                                                                           strict=True))})
+                     "n": len(s), "cut": n_tok > scorer.max_length, "early_answer_wins": early})
     return rows
 
 
@@ -90,6 +96,7 @@ def _summ(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if before:
         wins = sum(r["early_answer_wins"] for r in before)
         out["early answer outscores the gold step"] = round(wins / len(before), 4)
+    out["gold pairs cut at max_length"] = round(sum(r["cut"] for r in rows) / max(1, len(rows)), 4)
     return out
 
 
@@ -131,6 +138,8 @@ def main() -> None:
             if "early answer outscores the gold step" in res[name]:
                 print(f"{ck:32s} {name:8s} early answer outscores the gold step: "
                       f"{res[name]['early answer outscores the gold step']:.3f}", flush=True)
+            print(f"{ck:32s} {name:8s} gold pairs longer than {scorer.max_length} tokens (context cut): "
+                  f"{res[name]['gold pairs cut at max_length']:.3f}", flush=True)
         out["results"][ck] = {"identity": scorer.identity, **res}
     write_result(args.name, out)
 
