@@ -37,7 +37,8 @@ def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
 
     out: dict[str, list[Any]] = {}
     phys = [p for p in generate_problems(600, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
-    out["physics"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in phys[: args.physics]]
+    if args.physics:
+        out["physics"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in phys[: args.physics]]
     if args.gsm8k:
         try:
             from pcr_ray.data.readers import load_dataset
