@@ -9,7 +9,10 @@ seed 3) and optionally GSM8K test problems: how often the gold action ranks firs
 keeps it), its mean reciprocal rank, and how often a too-early answer outscores the gold step. Candidates
 come from `pcr_ray.prm.mine.gold_state` (the search's typed enumerator, cap 48, rendered as the search
 renders them). Also reports the share of gold (context, action) pairs longer than the scorer's max_length
-(their context loses its start). Writes benchmarks/results/bench_stopping.json.
+(their context loses its start), and how often the enumerator itself offers the gold action or its equal
+(a step of the gold step's value; at the end, an answer of the gold value): where it does not, the search
+cannot take the gold path whatever the PRM's ranking (the gold action is ranked all the same).
+Writes benchmarks/results/bench_stopping.json.
 
     .venv/bin/python benchmarks/bench_stopping.py --checkpoints .cache/prm_full/csp3 .cache/prm_full/csp4 \
         [--physics 40] [--gsm8k 0]
@@ -76,7 +79,8 @@ def _ranks(states: list[Any], scorer: Any) -> list[dict[str, Any]]:
         is_answer = [t.startswith("answer: ") for _, t in st.pairs]
         early = any(a and x > s[0] for a, x in zip(is_answer[1:], s[1:], strict=True))
         rows.append({"end": st.row["t"] == st.row["gold_steps"], "rank": sum(1 for x in s[1:] if x > s[0]),
-                     "n": len(s), "cut": n_tok > scorer.max_length, "early_answer_wins": early})
+                     "n": len(s), "cut": n_tok > scorer.max_length, "offered": st.offered,
+                     "early_answer_wins": early})
     return rows
 
 
@@ -88,7 +92,10 @@ def _summ(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "top2": round(sum(r["rank"] <= 1 for r in rs) / len(rs), 4),
                 "mrr": round(statistics.mean(1 / (1 + r["rank"]) for r in rs), 4),
                 "median_rank": statistics.median(r["rank"] for r in rs),
-                "candidates_mean": round(statistics.mean(r["n"] for r in rs), 1)}
+                "candidates_mean": round(statistics.mean(r["n"] for r in rs), 1),
+                "gold_offered": round(sum(r["offered"] for r in rs) / len(rs), 4),
+                "top1_where_offered": round(sum(r["rank"] == 0 for r in rs if r["offered"])
+                                            / max(1, sum(r["offered"] for r in rs)), 4)}
 
     end = [r for r in rows if r["end"]]
     before = [r for r in rows if not r["end"]]
@@ -134,7 +141,8 @@ def main() -> None:
                 if isinstance(m, dict):
                     print(f"{ck:32s} {name:8s} {part:42s} top1 {m['top1']:.3f}  top2 {m['top2']:.3f}  "
                           f"MRR {m['mrr']:.3f}  median rank {m['median_rank']}  ({m['states']} states, "
-                          f"{m['candidates_mean']} candidates)", flush=True)
+                          f"{m['candidates_mean']} candidates; gold offered by the enumerator "
+                          f"{m['gold_offered']:.3f}, top1 there {m['top1_where_offered']:.3f})", flush=True)
             if "early answer outscores the gold step" in res[name]:
                 print(f"{ck:32s} {name:8s} early answer outscores the gold step: "
                       f"{res[name]['early answer outscores the gold step']:.3f}", flush=True)

@@ -89,6 +89,33 @@ def test_gold_state_before_the_end_sets_the_gold_step_against_other_values_and_e
         gold_state(_rows(1)[0], cfg, 99)
 
 
+def test_gold_state_says_whether_the_enumerator_offered_the_gold_action() -> None:
+    rows = _rows(16, seed=21)
+    wide, narrow = MineConfig(cap=10**6), MineConfig(cap=2)
+    offered_wide, offered_narrow = [], []
+    for row in rows:
+        trace = parse_trace(_trace_dict(row))[0]
+        assert final_state(row, narrow)[0].offered  # answers are never capped: the gold answer is always offered
+        for t in range(len(trace.steps)):
+            st_wide, st_narrow = gold_state(row, wide, t)[0], gold_state(row, narrow, t)[0]
+            gold = json.loads(st_wide.jsons[0])
+            exact = any(json.loads(raw).get("op") == gold["op"] and json.loads(raw).get("args") == gold["args"]
+                        for raw in narrow.generator_for("physics").propose([_request(row, trace, t, cap=2)])[0])
+            assert st_narrow.offered or not exact  # the gold step itself among the candidates: offered
+            offered_wide.append(st_wide.offered)
+            offered_narrow.append(st_narrow.offered)
+    assert all(w or not n for w, n in zip(offered_wide, offered_narrow, strict=True))  # a wider cap offers more
+    assert sum(offered_narrow) < sum(offered_wide) and sum(offered_wide) >= 0.9 * len(offered_wide)
+
+
+def _request(row: dict, trace, t: int, cap: int):
+    from pcr_ray.generators.base import ProposalRequest
+
+    sp = SearchProblem.from_problem(row, givens="gold")
+    return ProposalRequest(sp.id, sp.text, sp.givens, tuple(trace.steps[:t]), k=cap, mode="step",
+                           target_unit=sp.target_unit, seed=0)
+
+
 def test_final_state_reports_unusable_problems() -> None:
     row = _rows(1)[0]
     assert final_state({**row, "gold_trace": None}, MineConfig())[1] == "no_trace"

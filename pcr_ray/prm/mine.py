@@ -94,6 +94,10 @@ class GoldState:
     jsons: list[str]
     values: list[float]
     notes: list[str]
+    # the enumerator offered the gold action or its equal (a step computing the gold step's quantity; at the
+    # end, an answer of the gold value): False means the search could not take the gold path here, however
+    # the PRM ranks
+    offered: bool = False
 
 
 def _same(a: float, b: float, rel_tol: float) -> bool:
@@ -153,6 +157,7 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
     req = ProposalRequest(sp.id, sp.text, sp.givens, tuple(prefix), k=cfg.cap, mode="step",
                           target_unit=sp.target_unit, seed=cfg.seed)
     seen = {pairs[0][1]}
+    offered = False
     for raw in cfg.generator_for(source).propose([req])[0]:
         parsed = parse_candidate(raw, t)
         if not parsed.ok:
@@ -163,6 +168,7 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
                 continue
             v = float(out_a.values[0].value)
             if _same(v, answer_value, cfg.rel_tol):
+                offered = offered or t == n
                 continue  # the asked quantity (under another name, or already at hand): not wrong
             text = render_answer(parsed.answer, [x.value for x in out_a.values], names=names)
             note = f"answered {parsed.answer[0].name} " + ("instead" if t == n else "too early")
@@ -172,6 +178,8 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
                 continue
             got = out_s.state.env[out_s.step.out.name]
             if any(got.dims == d and _same(got.base, b, cfg.rel_tol) for d, b in gold_keys):
+                d0, b0 = gold_keys[0]
+                offered = offered or (got.dims == d0 and _same(got.base, b0, cfg.rel_tol))
                 continue  # a quantity the gold trace computes from here on (another way or order): not wrong
             text = pair_for(sp.text, sp.givens, prefix, out_s.step)[1]
             v = float(out_s.step.value) if out_s.step.value is not None else math.nan
@@ -188,7 +196,7 @@ def gold_state(problem: Mapping[str, Any], cfg: MineConfig, t: int | None = None
     row = {"problem_id": pid, "source": source, "split": split_of(pid, cfg.split_fractions),
            "kind": MINED_ANSWER_TIMING, "t": t, "gold_steps": n, "context": context,
            "prefix": json.dumps([s.to_dict() for s in prefix], separators=(",", ":"))}
-    return GoldState(row, pairs, jsons, values, notes), "ok"
+    return GoldState(row, pairs, jsons, values, notes, offered), "ok"
 
 
 def final_state(problem: Mapping[str, Any], cfg: MineConfig) -> tuple[GoldState | None, str]:
@@ -216,7 +224,7 @@ def _only(st: GoldState, answers: bool, kind: str) -> GoldState | None:
     if len(keep) < 2:
         return None
     return GoldState({**st.row, "kind": kind}, [st.pairs[i] for i in keep], [st.jsons[i] for i in keep],
-                     [st.values[i] for i in keep], [st.notes[i] for i in keep])
+                     [st.values[i] for i in keep], [st.notes[i] for i in keep], st.offered)
 
 
 def _prefixes(pid: str, first: int, n: int, cfg: MineConfig) -> list[int]:
