@@ -155,7 +155,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
              progress: bool | None = None) -> Path:
     """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
     from pcr_ray.pipeline import actors as act
-    from pcr_ray.pipeline.evaluate_pipeline import parse_methods, pending_items, run_pipeline
+    from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, pending_items, run_pipeline
     from pcr_ray.pipeline.metrics import compute_metrics
     from pcr_ray.pipeline.report import write_report
     from pcr_ray.pipeline.results import merge, read_results
@@ -169,6 +169,8 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     pcfg = _plain(cfg.pipeline)
     specs = parse_methods(_plain(cfg.methods), _plain(cfg.get("method_generators")) or {},
                           _plain(cfg.get("method_overrides")) or {}, _plain(cfg.get("method_prms")) or {})
+    search_source_overrides = _plain(cfg.get("search_source_overrides")) or {}
+    check_search_configs(specs, _plain(cfg.search), search_source_overrides)
     problems = load_problems(_plain(cfg.dataset))
     items, n_done = pending_items(problems, specs, out, resume=bool(pcfg.get("resume", True)),
                                   retry_errors=bool(pcfg.get("retry_errors", True)))
@@ -201,6 +203,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         spec = {"generators": gens, "prms": prm_refs, "methods": specs, "search": _plain(cfg.search),
                 "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
                 "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
+                "search_source_overrides": search_source_overrides,
                 "problem_attempts": pcfg.get("problem_attempts", 2)}
         show = bool(pcfg.get("progress", True)) if progress is None else progress
         stats = run_pipeline(items, spec, pcfg, out, progress=show, run_id=uuid.uuid4().hex[:8])

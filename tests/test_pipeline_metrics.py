@@ -170,3 +170,35 @@ def test_dataset_limit_method_specs_and_method_major_work_items():
     assert [s.prm for s in specs] == ["default", "baseline", "other"]
     with pytest.raises(ValueError, match="duplicate method labels"):
         parse_methods(["nsprm", "nsprm"])
+
+
+def test_search_options_by_source_sit_between_the_search_group_and_the_method():
+    from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, search_config_for
+
+    nsprm, greedy, direct = parse_methods(["nsprm", "greedy", "direct@llm"], method_overrides={"greedy": {"k": 3}})
+    search = {"beam_width": 2, "aggregate": "min", "k": 8}
+    by_source = {"physics": {"aggregate": "mean", "k": 5}}
+    phys = search_config_for(nsprm, "physics", search, by_source)
+    gsm = search_config_for(nsprm, "gsm8k", search, by_source)
+    assert (phys.aggregate, phys.k, phys.beam_width) == ("mean", 5, 2)  # the source's options
+    assert (gsm.aggregate, gsm.k, gsm.method) == ("min", 8, "nsprm")  # another source: the search group's
+    g = search_config_for(greedy, "physics", search, by_source)
+    assert (g.aggregate, g.k, g.beam_width, g.method) == ("mean", 3, 1, "greedy")  # the method's options win
+    check_search_configs([nsprm, greedy, direct], search, by_source)
+    with pytest.raises(ValueError, match=r"method 'nsprm' on source 'physics' \(search_source_overrides.physics.*"
+                                         r"unknown search option\(s\) \['agregate'\]"):
+        check_search_configs([nsprm], search, {"physics": {"agregate": "mean"}})
+    with pytest.raises(ValueError, match="aggregate must be one of"):
+        search_config_for(nsprm, "physics", search, {"physics": {"aggregate": "median"}})
+
+
+def test_evaluate_checks_source_search_options_before_starting_ray(tmp_path):
+    import ray
+
+    from pcr_ray.evaluate import compose_config, evaluate
+
+    started = ray.is_initialized()
+    cfg = compose_config(["experiment=smoke", "+search_source_overrides.physics.beam=3"])
+    with pytest.raises(ValueError, match=r"unknown search option\(s\) \['beam'\]"):
+        evaluate(cfg, run_dir=tmp_path)
+    assert ray.is_initialized() == started

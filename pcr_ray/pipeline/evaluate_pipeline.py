@@ -92,6 +92,31 @@ def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] |
     return out
 
 
+def search_config_for(spec: MethodSpec, source: str, search: Mapping[str, Any],
+                      source_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Any:
+    """The SearchConfig of a method on a problem source: `search`, then the source's options
+    (`search_source_overrides`), then the method's (`method_overrides`: they win), then the method itself."""
+    from pcr_ray.search import SearchConfig
+
+    over = dict((source_overrides or {}).get(source) or {})
+    try:
+        return SearchConfig.from_dict({**dict(search), **over, **dict(spec.overrides), "method": spec.method})
+    except (TypeError, ValueError) as exc:
+        where = f"search_source_overrides.{source} / " if over else ""
+        raise ValueError(f"search options of method {spec.label!r} on source {source!r} "
+                         f"({where}method_overrides): {exc}") from None
+
+
+def check_search_configs(specs: Sequence[MethodSpec], search: Mapping[str, Any],
+                         source_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """Build every (method, overridden source) SearchConfig once, so that a typo fails before Ray starts."""
+    for spec in specs:
+        if spec.is_baseline:
+            continue
+        for source in ["", *sorted(source_overrides or {})]:
+            search_config_for(spec, source, search, source_overrides)
+
+
 def work_items(problems: Iterable[Any], specs: Sequence[MethodSpec], done: set[tuple[str, str]] = frozenset()
                ) -> list[dict[str, Any]]:
     """One row per (problem, method) not yet done: the problem's fields plus `method` (the label).
@@ -178,6 +203,8 @@ class SearchWorker:
         self.scorers = {k: act.connect(ref) for k, ref in (self.spec.get("prms") or {}).items()}
         self.specs = {s.label: s for s in self.spec["methods"]}
         self.search_base = dict(self.spec["search"])
+        self.search_source_overrides = {str(k): dict(v or {})
+                                        for k, v in (self.spec.get("search_source_overrides") or {}).items()}
         self.baseline_cfg = dict(self.spec.get("baselines") or {})
         self.attempts = max(1, int(self.spec.get("problem_attempts", 2)))
         self.faults = dict(self.spec.get("faults") or {})
@@ -225,9 +252,9 @@ class SearchWorker:
         gen = self._generator(spec.generator, source)
         if spec.is_baseline:
             return lambda group: run_baseline(spec, group, gen, self.baseline_cfg)
-        from pcr_ray.search import SearchConfig, run_search
+        from pcr_ray.search import run_search
 
-        cfg = SearchConfig.from_dict({**self.search_base, **dict(spec.overrides), "method": spec.method})
+        cfg = search_config_for(spec, source, self.search_base, self.search_source_overrides)
         scorer = self.scorers.get(spec.prm) if cfg.uses_prm else None
         if cfg.uses_prm and scorer is None:
             raise KeyError(f"method {spec.label!r} needs PRM {spec.prm!r}, which is not configured")
