@@ -404,7 +404,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
         rnd = compose(config_name="serve", overrides=["prm=minilm_random", "checkpoint=/tmp/x"])
     s = ServeSettings.from_mapping(OmegaConf.to_container(cfg, resolve=True))
     assert (s.host, s.port, s.max_batch_size, s.kind) == ("127.0.0.1", 8001, 16, "csp")
-    assert s.scorer_max_length == cfg.prm.max_length  # the PRM config evaluation uses
+    assert s.scorer_max_length is None  # scores at the length the checkpoint was trained at, as evaluation does
     r = ServeSettings.from_mapping(OmegaConf.to_container(rnd, resolve=True))
     assert (r.kind, r.checkpoint) == ("random", "/tmp/x")
     deploy = yaml.safe_load((REPO / "cluster" / "serve_config.yaml").read_text())
