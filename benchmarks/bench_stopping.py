@@ -47,11 +47,11 @@ def _problems(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _states(problems: list[dict[str, Any]]) -> list[Any]:
-    """Every gold prefix's GoldState (end included) of every problem, in order."""
+def _states(problems: list[dict[str, Any]], cap: int = 48) -> list[Any]:
+    """Every gold prefix's GoldState (end included) of every problem, in order (the typed enumerator at `cap`)."""
     from pcr_ray.prm.mine import MineConfig, gold_state
 
-    cfg = MineConfig()
+    cfg = MineConfig(cap=cap)
     out = []
     for p in problems:
         end, why = gold_state(p, cfg)
@@ -116,6 +116,7 @@ def main() -> None:
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
+    ap.add_argument("--cap", type=int, default=48, help="the typed enumerator's cap (the search benchmark's default)")
     ap.add_argument("--max-length", type=int, default=None,
                     help="tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
@@ -128,7 +129,7 @@ def main() -> None:
     if not args.checkpoints:  # `make bench` runs every script without arguments
         args.checkpoints = [str(ensure_checkpoint("csp"))]
 
-    sets = {name: _states(probs) for name, probs in _problems(args).items()}
+    sets = {name: _states(probs, args.cap) for name, probs in _problems(args).items()}
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
     for ck in args.checkpoints:
         scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length)
