@@ -66,10 +66,10 @@ def _states(problems: list[dict[str, Any]], cap: int = 48) -> list[Any]:
 
 
 def _ranks(states: list[Any], scorer: Any) -> list[dict[str, Any]]:
-    flat = sorted({pair for st in states for pair in st.pairs})
-    got = dict(zip(flat, scorer.score(flat), strict=True))
     from pcr_ray.prm.model import encode_pairs
 
+    flat = sorted({pair for st in states for pair in st.pairs})
+    got = dict(zip(flat, scorer.score(flat), strict=True))
     golds = [st.pairs[0] for st in states]  # their whole length: is the context cut at the scorer's max_length?
     tokens = [len(ids) for ids in encode_pairs(scorer.tokenizer, [c for c, _ in golds], [t for _, t in golds],
                                                4096, pad=False)["input_ids"]]

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import ray
@@ -37,6 +37,9 @@ import ray
 from pcr_ray.pipeline import actors as act
 from pcr_ray.pipeline.metrics import classify_error, horizon_of
 from pcr_ray.pipeline.results import ShardWriter, completed_keys
+
+if TYPE_CHECKING:
+    from pcr_ray.search import SearchConfig
 
 BASELINES = ("direct", "pyexec")
 
@@ -93,7 +96,7 @@ def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] |
 
 
 def search_config_for(spec: MethodSpec, source: str, search: Mapping[str, Any],
-                      source_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Any:
+                      source_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> SearchConfig:
     """The SearchConfig of a method on a problem source: `search`, then the source's options
     (`search_source_overrides`), then the method's (`method_overrides`: they win), then the method itself."""
     from pcr_ray.search import SearchConfig
