@@ -93,6 +93,9 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=6)
     ap.add_argument("--aggregate", default="min")
+    ap.add_argument("--n-complete", type=int, default=1, help="answered traces collected before a problem stops")
+    ap.add_argument("--answer-selection", default="best", choices=["best", "vote"],
+                    help="which answered trace is returned: the best-scored, or weighted majority over answers")
     ap.add_argument("--blind-cap", type=int, default=128, help="type-blind candidates per beam and step")
     ap.add_argument("--typed-cap", type=int, default=48)
     ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
@@ -131,7 +134,8 @@ def main() -> None:
         for method, gkey in runs:
             label = method if gkey == "blind" else f"{method} (typed enumerator)"
             cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,
-                               aggregate=args.aggregate)
+                               aggregate=args.aggregate, n_complete=args.n_complete,
+                               answer_selection=args.answer_selection)
             t0 = time.perf_counter()
             prm = (baseline_scorer if method == "prm_only" else scorer) if cfg.uses_prm else None
             rows = run_search(problems, gens[gkey], prm, cfg)

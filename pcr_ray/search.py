@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pcr_ray.search_strategies.selection import SELECTIONS
 from pcr_ray.trace import Given
 from pcr_ray.units import canonical_unit, try_unit_info
 
@@ -35,7 +36,9 @@ class SearchConfig:
     whose candidates were all rejected (each carries the diagnostics); aggregate: how step scores make a
     trace score; threshold: steps scored below it are pruned; n_complete: answered traces to collect before
     stopping; max_backtracks: times a problem whose beams all died resumes from the best pruned alternatives;
-    n_samples: N for best_of_n; render_values: steps shown to the PRM with their computed value (as in training).
+    n_samples: N for best_of_n; render_values: steps shown to the PRM with their computed value (as in training);
+    answer_selection: which answered trace is returned when there are several (n_complete > 1, best_of_n):
+    `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search_strategies/selection.py).
     """
 
     method: str = "nsprm"
@@ -53,10 +56,13 @@ class SearchConfig:
     dedupe_beams: bool = True
     render_values: bool = True
     log_candidates: bool = False
+    answer_selection: str = "best"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.answer_selection not in SELECTIONS:
+            raise ValueError(f"answer_selection must be one of {SELECTIONS}, got {self.answer_selection!r}")
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
         for name in ("beam_width", "k", "max_steps", "n_complete", "n_samples"):

@@ -253,3 +253,53 @@ def test_gold_givens_do_not_reveal_which_are_distractors() -> None:
         sp = SearchProblem.from_problem(p, givens="gold")
         assert not any("not needed" in g.desc for g in sp.givens)
         assert len(sp.givens) == len(p.gold_trace["givens"])
+
+
+def test_answer_selection_best_vs_weighted_vote() -> None:
+    from pcr_ray.search_strategies.selection import Answered, answer_quantity, select_answered
+
+    km, m = answer_quantity((("length", 1),), 500.0), answer_quantity((("length", 1),), 500.0000001)
+    assert km == m  # 0.5 km and 500 m (SI values) are one quantity
+    items = [Answered(0.9, 0, ("a",)), Answered(0.6, 1, ("b",)), Answered(0.5, 2, ("b",)), Answered(0.7, 3, ())]
+    assert select_answered(items, "best") == 0
+    assert select_answered(items, "vote") == 1  # b: 1.1 > a: 0.9; the best-scored trace of b
+    assert select_answered(items[:1], "vote") == select_answered(items[:1], "best") == 0
+    assert select_answered([Answered(1.0, 5, ("a",)), Answered(1.0, 2, ("a",))], "vote") == 1  # ties: lower order
+    with pytest.raises(ValueError, match="answer selection"):
+        select_answered(items, "majority")
+    with pytest.raises(ValueError, match="no answered"):
+        select_answered([], "best")
+    with pytest.raises(ValueError, match="answer_selection"):
+        SearchConfig(answer_selection="majority")
+
+
+def test_vote_returns_the_answer_two_traces_agree_on() -> None:
+    """Two traces answer 25 m (scores 0.6 each), one answers 50 m (0.9): best returns 50, vote 25."""
+    d = {"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "t"}, "out": {"name": "d", "unit": "m"}}
+    v = json.dumps({"op": "kin_final_velocity", "args": {"v0": "v0", "a": "a", "t": "t"},
+                    "out": {"name": "v", "unit": "m/s"}})
+    far = json.dumps({"op": "distance_speed_time", "args": {"v": "v", "t": "t"}, "out": {"name": "far", "unit": "m"}})
+
+    def script(r: ProposalRequest, i: int) -> list[str]:
+        names = [s.out.name for s in r.steps]
+        if not names:
+            return [json.dumps(d), json.dumps({**d, "out": {"name": "e", "unit": "m"}}), v]
+        if names == ["v"]:
+            return [far]
+        return [json.dumps({"answer": [{"name": names[-1], "unit": "m"}]})]
+
+    sc = RuleScorer([("answer: d1 = 25", 0.6), ("answer: d2 = 50", 0.9)], default=0.5)
+    p = SearchProblem("car", CAR, CAR_GIVENS, "m", 25.0, "m")
+    got = {}
+    for how in ("best", "vote"):
+        cfg = SearchConfig(method="nsprm", beam_width=3, max_steps=4, aggregate="last", n_complete=3,
+                           dedupe_beams=False, answer_selection=how, log_candidates=True)
+        got[how] = run_search([p], ScriptedGenerator(script), sc, cfg)[0]
+    assert got["best"].answer_value == pytest.approx(50.0) and got["best"].score == pytest.approx(0.9)
+    assert got["vote"].answer_value == pytest.approx(25.0) and got["vote"].score == pytest.approx(0.6)
+    assert got["vote"].stop_reason == got["best"].stop_reason == "answered"
+    # log_candidates keeps each candidate's PRM score (what `pcr-ray solve show_candidates=true` prints)
+    logged = {(c["kind"], c["candidate"]): c["score"] for c in got["best"].candidates}
+    assert logged[("answer", json.dumps({"answer": [{"name": "far", "unit": "m"}]}))] == pytest.approx(0.9)
+    assert logged[("answer", json.dumps({"answer": [{"name": "e", "unit": "m"}]}))] == pytest.approx(0.6)
+    assert logged[("step", far)] == pytest.approx(0.5)

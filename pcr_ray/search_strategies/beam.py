@@ -24,6 +24,7 @@ from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search_strategies.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search_strategies.scoring import ScoreBatch, pair_for
+from pcr_ray.search_strategies.selection import Answered, answer_quantity, select_answered
 from pcr_ray.trace import Answer, Step, Trace
 from pcr_ray.verifier import AnswerValue, VerifierState, verify
 
@@ -80,6 +81,7 @@ class _Child:
     pair: tuple[str, str] | None  # what the PRM will score (steps only)
     is_answer: bool
     pair_index: int | None = None
+    log_index: int | None = None  # its entry in run.log (log_candidates), where its score is filled in
 
 
 _SEQ = itertools.count()
@@ -130,8 +132,9 @@ def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, 
             pair = (render_context(p.text, p.givens, shown),
                     render_answer(parsed.answer, [v.value for v in out.values] if cfg.render_values else None,
                                   names=canonical_names(p.givens, shown))) if cfg.uses_prm else None
-            children.append(_Child(child, b, pair, True))
-            _log(run, cfg, it, b, raw, "answer", "ok" if out.verifier_ok else out.diagnostic.code)
+            children.append(_Child(child, b, pair, True,
+                                   log_index=_log(run, cfg, it, b, raw, "answer",
+                                                  "ok" if out.verifier_ok else out.diagnostic.code)))
             continue
         assert parsed.step is not None
         if at_limit:
@@ -149,8 +152,7 @@ def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, 
                      rank=next(_SEQ))
         pair = pair_for(p.text, p.givens, beam.steps, out_s.step, with_values=cfg.render_values) \
             if cfg.uses_prm else None
-        children.append(_Child(child, b, pair, False))
-        _log(run, cfg, it, b, raw, "step", verdict)
+        children.append(_Child(child, b, pair, False, log_index=_log(run, cfg, it, b, raw, "step", verdict)))
     return children, diags
 
 
@@ -158,11 +160,12 @@ def _shown(steps: tuple[Step, ...], cfg: SearchConfig) -> tuple[Step, ...]:
     return steps if cfg.render_values else tuple(Step(s.op, s.args, s.out, None) for s in steps)
 
 
-def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, verdict: str,
-         score: float | None = None) -> None:
-    if cfg.log_candidates:
-        run.log.append({"iter": it, "beam": b, "kind": kind, "candidate": raw[:300], "verdict": verdict,
-                        "score": score})
+def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, verdict: str) -> int | None:
+    """Record a candidate and its verdict (cfg.log_candidates); returns its index, for the score added later."""
+    if not cfg.log_candidates:
+        return None
+    run.log.append({"iter": it, "beam": b, "kind": kind, "candidate": raw[:300], "verdict": verdict, "score": None})
+    return len(run.log) - 1
 
 
 def _queue_pairs(live: list[_Run], children: dict[tuple[int, int], list[_Child]], batch: ScoreBatch) -> None:
@@ -372,6 +375,8 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                 for ch in children.get((r.idx, b), []):
                     if ch.pair_index is not None:
                         s = scores[ch.pair_index]
+                        if ch.log_index is not None:
+                            r.log[ch.log_index]["score"] = s
                         if ch.is_answer:
                             ch.beam = replace(ch.beam, answer_score=s)
                         else:
@@ -385,6 +390,14 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
         if not r.done:
             _finish(r, "max_steps", now)
     return [_result(r, cfg, t0) for r in runs]
+
+
+def _chosen(completed: list[tuple[float, int, Beam]], cfg: SearchConfig) -> int:
+    """Which answered trace to return (cfg.answer_selection); without a PRM each trace weighs one vote."""
+    items = [Answered(score if cfg.uses_prm else 1.0, rank,
+                      answer_quantity(b.answer_values[0].dims, b.answer_values[0].base) if b.answer_values else ())
+             for score, rank, b in completed]
+    return select_answered(items, cfg.answer_selection)
 
 
 def _result(run: _Run, cfg: SearchConfig, t0: float) -> SearchResult:
@@ -403,7 +416,7 @@ def _result(run: _Run, cfg: SearchConfig, t0: float) -> SearchResult:
     )
     if not run.completed:
         return res
-    score, _, beam = max(run.completed, key=lambda t: (t[0], -t[1]))
+    score, _, beam = run.completed[_chosen(run.completed, cfg)]
     trace = Trace(p.givens, beam.steps, beam.answer)
     verdict = verify(trace)
     res.trace = trace.to_dict()

@@ -17,6 +17,7 @@ from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search_strategies.candidates import check_answer_candidate
 from pcr_ray.search_strategies.scoring import ScoreBatch, pair_for
+from pcr_ray.search_strategies.selection import Answered, answer_quantity, select_answered
 from pcr_ray.trace import Trace, parse_trace
 from pcr_ray.verifier import VerifierState, verify
 
@@ -117,7 +118,10 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
         for order, (trace, idx, ans) in enumerate(kept):
             st = [scores[j] for j in idx]
             ranked.append((aggregate(st, cfg.aggregate) if cfg.uses_prm else 0.0, -order, trace, st, ans))
-        score, _, trace, st, ans = max(ranked, key=lambda t: (t[0], t[1]))
+        items = [Answered(sc if cfg.uses_prm else 1.0, -neg_order,
+                          answer_quantity(a.values[0].dims, a.values[0].base) if a.values else ())
+                 for sc, neg_order, _, _, a in ranked]
+        score, _, trace, st, ans = ranked[select_answered(items, cfg.answer_selection)]
         res.trace, res.trace_ok, res.score = trace.to_dict(), True, score if cfg.uses_prm else None
         res.steps = [{"step": render_step(s), "verdict": "ok", "score": st[j] if j < len(st) else None}
                      for j, s in enumerate(trace.steps)]
