@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
     "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
+    "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),

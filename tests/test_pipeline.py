@@ -150,19 +150,24 @@ def test_bad_configuration_fails_clearly_before_any_work(ray_session, tmp_path):
     assert not (tmp_path / "a" / "shards").exists()
 
 
-def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, tmp_path, capsys):
+def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke_run, tmp_path, capsys):
     import ray
 
     from pcr_ray import evaluate as ev
     from pcr_ray.pipeline.summarize import main as summarize_main
 
     sweep = tmp_path / "sweep"
+    # the sweep also limits physics searches to one step by source: the override must reach the search workers
     rc = ev.main(["-m", "experiment=smoke", "methods=[verifier_only]", "search.beam_width=1,2",
-                  f"hydra.sweep.dir={sweep}"])
+                  "+search_source_overrides.physics.max_steps=1", f"hydra.sweep.dir={sweep}"])
     assert rc == 0
     assert ray.is_initialized() and not ev._STARTED_RAY, "the sweep ran on the already-initialized Ray"
     runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
     assert len(runs) == 2 and all((r / ".hydra" / "overrides.yaml").exists() for r in runs)
+    default_steps = [r["n_steps"] for r in read_rows(smoke_run) if r["method"] == "verifier_only"]
+    assert max(default_steps) > 1  # without the override (max_steps 4) some traces are longer
+    swept = [r for run in runs for r in read_rows(run)]
+    assert {r["source"] for r in swept} == {"physics"} and max(r["n_steps"] for r in swept) == 1
     assert summarize_main([str(sweep)]) == 0
     out = capsys.readouterr().out
     assert "search.beam_width" in out

@@ -132,3 +132,37 @@ def test_losses_and_config_validation():
         TrainConfig(loss="hinge")
     with pytest.raises(ValueError, match="unknown training option"):
         TrainConfig.from_dict({"epochz": 3})
+
+
+def test_average_checkpoints_is_the_parameter_mean(minilm_checkpoint, tmp_path):
+    from pcr_ray.cli import main as cli_main
+    from pcr_ray.prm.average import average_checkpoints
+
+    a, _, _ = load_checkpoint(minilm_checkpoint)
+    model_b, tok = build_model("minilm", seed=5)  # another head
+    with torch.no_grad():
+        model_b.encoder.embeddings.word_embeddings.weight.mul_(1.5)  # and another encoder
+    b_path = save_checkpoint(model_b, tok, tmp_path / "b", PRMMeta(backbone="minilm", kind="csp"))
+    out = average_checkpoints([minilm_checkpoint, b_path], tmp_path / "soup")
+    soup, _, meta = load_checkpoint(out)
+    sa, sb, ss = a.state_dict(), model_b.state_dict(), soup.state_dict()
+    name = "encoder.embeddings.word_embeddings.weight"
+    assert torch.allclose(ss[name], 1.25 * sa[name], atol=1e-6)
+    assert torch.allclose(ss["head.weight"], (sa["head.weight"] + sb["head.weight"]) / 2, atol=1e-7)
+    assert meta.train["averaged_from"] == [str(minilm_checkpoint), str(b_path)] and meta.max_length == 192
+    # weight 1 on the first checkpoint reproduces its scores exactly; the soup scores differently
+    first = average_checkpoints([minilm_checkpoint, b_path], tmp_path / "first", weights=[1, 0])
+    ref = PRMScorer.from_checkpoint(minilm_checkpoint).logits(PAIRS[:3])
+    assert PRMScorer.from_checkpoint(first).logits(PAIRS[:3]) == ref
+    assert PRMScorer.from_checkpoint(out).logits(PAIRS[:3]) != ref
+    # checkpoints trained at another length (or architecture) are refused with the reason
+    c_path = save_checkpoint(model_b, tok, tmp_path / "c", PRMMeta(backbone="minilm", kind="csp", max_length=256))
+    with pytest.raises(CheckpointError, match="max_length differs"):
+        average_checkpoints([minilm_checkpoint, c_path], tmp_path / "bad")
+    with pytest.raises(ValueError, match="at least two"):
+        average_checkpoints([minilm_checkpoint], tmp_path / "bad")
+    assert cli_main(["average-prm", str(minilm_checkpoint), str(c_path), "-o", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()
+    assert cli_main(["average-prm", str(minilm_checkpoint), str(b_path), "-o", str(tmp_path / "cli")]) == 0
+    assert PRMScorer.from_checkpoint(tmp_path / "cli").logits(PAIRS[:3]) == PRMScorer.from_checkpoint(out).logits(
+        PAIRS[:3])
