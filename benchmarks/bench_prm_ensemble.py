@@ -37,18 +37,14 @@ def main() -> None:
     args = ap.parse_args()
 
     import numpy as np
-    import pandas as pd
 
     from pcr_ray.config import cache_dir
-    from pcr_ray.pipeline.eval_prm import _read_split
+    from pcr_ray.pipeline.eval_prm import distinct_texts, read_split, select_pairs
     from pcr_ray.pipeline.make_pairs import default_pairs_dir
     from pcr_ray.prm.scorer import PRMScorer
 
-    df = _read_split(default_pairs_dir(), args.split, False)
-    df = df[df["kind"].isin(KINDS)].sort_values(["problem_id", "t", "neg_step"])
-    df = df.groupby("kind", group_keys=False).head(args.limit_per_kind).reset_index(drop=True)
-    texts = pd.concat([df[["context", "pos_step"]].rename(columns={"pos_step": "step"}),
-                       df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
+    df = select_pairs(read_split(default_pairs_dir(), args.split, False), KINDS, args.limit_per_kind)
+    texts = distinct_texts(df)
     pairs = list(zip(texts["context"], texts["step"], strict=True))
     digest = hashlib.sha1("\n".join(c + "\t" + s for c, s in pairs).encode()).hexdigest()[:12]
     index = {p: i for i, p in enumerate(pairs)}

@@ -108,7 +108,8 @@ def resolve_checkpoint(prm: Mapping[str, Any]) -> Path:
     return found
 
 
-def _read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
+def read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
+    """A make-pairs split as a pandas frame (the columns evaluation needs); a clear error when it is missing."""
     import pandas as pd
 
     path = pairs_dir / split
@@ -122,9 +123,26 @@ def _read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
     return pd.read_parquet(path, columns=cols)
 
 
+def select_pairs(df: Any, kinds: Sequence[str] | None = None, limit_per_kind: int = 0) -> Any:
+    """The pairs of `kinds` (all when empty), at most `limit_per_kind` of each (0: all), in a fixed order."""
+    if kinds:
+        df = df[df["kind"].isin(list(kinds))]
+    if limit_per_kind > 0:
+        df = df.sort_values(["problem_id", "t", "neg_step"]).groupby("kind", group_keys=False).head(limit_per_kind)
+    return df.reset_index(drop=True)
+
+
+def distinct_texts(df: Any) -> Any:
+    """The distinct (context, step) rows of a pair frame's positives and negatives: what a scorer must score."""
+    import pandas as pd
+
+    texts = pd.concat([df[["context", "pos_step"]].rename(columns={"pos_step": "step"}),
+                       df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
+    return texts.reset_index(drop=True)
+
+
 def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Score a split's pairs with a checkpoint; print and return metrics by kind (and write them as JSON)."""
-    import pandas as pd
 
     t0 = time.perf_counter()
     prm = dict(cfg.get("prm") or {})
@@ -134,19 +152,11 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     use_ray = bool(cfg.get("use_ray", True))
     if use_ray:
         _init_ray(cfg.get("ray"))
-    df = _read_split(pairs_dir, split, use_ray)
     kinds = cfg.get("kinds")
-    if kinds:
-        df = df[df["kind"].isin(list(kinds))]
-    limit = int(cfg.get("limit_per_kind") or 0)
-    if limit > 0:
-        df = df.sort_values(["problem_id", "t", "neg_step"]).groupby("kind", group_keys=False).head(limit)
-    df = df.reset_index(drop=True)
+    df = select_pairs(read_split(pairs_dir, split, use_ray), kinds, int(cfg.get("limit_per_kind") or 0))
     if df.empty:
         raise ValueError(f"no pairs to evaluate in {pairs_dir}/{split} (kinds {kinds})")
-    texts = pd.concat([df[["context", "pos_step"]].rename(columns={"pos_step": "step"}),
-                       df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
-    texts = texts.reset_index(drop=True)
+    texts = distinct_texts(df)
     kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
           "max_length": None}  # the length the checkpoint was trained at
     t1 = time.perf_counter()
