@@ -70,6 +70,12 @@ def primitives_markdown() -> str:
         f"{len(REGISTRY)} primitives in {len(families())} families. Arguments are variable names (or",
         "dimensionless literals); values are computed in SI base units.",
         "",
+        "Temperatures: a given in degC or degF is a reading (an absolute temperature), one in delta_degC or",
+        "delta_degF a change, one in K either. Parameters named `delta_t` take changes; the other temperature",
+        "parameters (gas laws, Carnot, radiation) take readings. reading - reading is a change, reading +/- change",
+        "a reading; reading + reading is refused. A change declared in degC or degF converts without the offset",
+        "(pcr_ray/temperature.py).",
+        "",
     ]
     for fam in families():
         lines += [f"## {fam}", "", "| op | signature | formula | description |", "|---|---|---|---|"]

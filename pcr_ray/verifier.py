@@ -10,12 +10,14 @@ from __future__ import annotations
 import inspect
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from pcr_ray.primitives import REGISTRY, DimError, DomainError, Primitive, families
 from pcr_ray.primitives.registry import VARIADIC_MAX
+from pcr_ray.temperature import CHANGE, checks_op, given_role, step_role
 from pcr_ray.trace import NAME_RE, Answer, Given, Step, Trace, parse_step, parse_trace
 from pcr_ray.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, unit_info
 
@@ -38,6 +40,11 @@ CODES: dict[str, tuple[str, str]] = {
     "wrong_out_unit": (UNITS, "the declared output unit has the wrong dimension"),
     "domain_error": (UNITS, "the op cannot be evaluated on these values (sqrt of a negative, ...)"),
     "arithmetic_error": (UNITS, "the claimed value disagrees with the recomputed one"),
+    "temperature_reading_as_change": (UNITS, "a temperature reading (e.g. a given in degC) where a temperature "
+                                             "change belongs (delta_t)"),
+    "temperature_change_as_reading": (UNITS, "a temperature change where an absolute temperature belongs"),
+    "temperature_reading_arithmetic": (UNITS, "two temperature readings added, or a reading subtracted from a "
+                                              "change"),
     "no_answer": (COHERENCE, "the trace declares no answer"),
     "answer_undefined": (COHERENCE, "an answer names a variable that does not exist"),
     "answer_unit_mismatch": (COHERENCE, "an answer is requested in a unit of the wrong dimension"),
@@ -68,13 +75,15 @@ def _diag(step: int | None, code: str, message: str) -> Diagnostic:
 
 @dataclass(frozen=True, slots=True)
 class Var:
-    """A defined variable: value in SI base units, dimension vector, and its declared unit and value in it."""
+    """A defined variable: value in SI base units, dimension vector, its declared unit and value in it, and its
+    temperature role (pcr_ray.temperature: 'reading', 'change' or '' when unknown or not a temperature)."""
 
     name: str
     base: float
     dims: Dims
     unit: str
     value: float
+    temp: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,7 @@ class StepResult:
     base: float
     dims: Dims
     step: Step | None = None
+    temp: str = ""  # temperature role of the output (pcr_ray.temperature)
 
     def call_text(self) -> str:
         """The step as 'op(param=arg, ...)'."""
@@ -199,12 +209,12 @@ class VerifierState:
             except UnitError as exc:
                 diags.append(_diag(None, "bad_unit", f"given '{g.name}': {exc}"))
                 continue
-            env[g.name] = Var(g.name, u.to_base(float(g.value)), u.dims, g.unit, float(g.value))
+            env[g.name] = Var(g.name, u.to_base(float(g.value)), u.dims, g.unit, float(g.value), given_role(g.unit))
         return cls(env, 0, config), diags
 
     def extend(self, result: StepResult) -> VerifierState:
         env = dict(self.env)
-        env[result.name] = Var(result.name, result.base, result.dims, result.unit, result.value)
+        env[result.name] = Var(result.name, result.base, result.dims, result.unit, result.value, result.temp)
         return VerifierState(env, self.n_steps + 1, self.config, self._covered)
 
     def variables(self) -> list[Var]:
@@ -376,11 +386,23 @@ def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> Ste
                                                 f"'{step.out.unit}' is {format_dims(out_u.dims)}")
     else:
         out_dims = out_u.dims
+    temp = ""
+    if covered and checks_op(prim.name):
+        temp, code, msg = step_role(prim.name, args, _role_in(env))
+        if code:
+            return _fail(idx, code, msg)
     if pl.needs_env:
         kw = {n: v for (n, *_), v in zip(pl.params, values, strict=True)}
         kw["_env"] = {k: v.base for k, v in env.items() if v.dims == DIMENSIONLESS}
-        return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kw)
-    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, values, None)
+        return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kw, temp)
+    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, values, None, temp)
+
+
+def _role_in(env: dict[str, Var]) -> Callable[[str], str]:
+    def role(name: str) -> str:
+        v = env.get(name)
+        return v.temp if v is not None else ""
+    return role
 
 
 def _dim_fail(idx: int, exc: DimError, arg_dims: dict[str, Dims]) -> StepCheck:
@@ -423,11 +445,16 @@ def _check_variadic(state: VerifierState, step: Step, idx: int, extend: bool, pr
                                                 f"'{step.out.unit}' is {format_dims(out_u.dims)}")
     else:
         out_dims = out_u.dims
-    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kwargs)
+    temp = ""
+    if state.is_covered(prim.family) and checks_op(prim.name):
+        temp, code, msg = step_role(prim.name, {n: step.args[n] for n in names}, _role_in(state.env))
+        if code:
+            return _fail(idx, code, msg)
+    return _finish(state, step, idx, extend, prim, out_u, out_dims, prim.fn, (), kwargs, temp)
 
 
 def _finish(state: VerifierState, step: Step, idx: int, extend: bool, prim: Primitive, out_u: UnitInfo,
-            out_dims: Dims, fn: Any, pos: Any, kw: dict[str, Any] | None) -> StepCheck:
+            out_dims: Dims, fn: Any, pos: Any, kw: dict[str, Any] | None, temp: str = "") -> StepCheck:
     try:
         base = fn(*pos) if kw is None else fn(**kw)
     except DomainError as exc:
@@ -440,7 +467,8 @@ def _finish(state: VerifierState, step: Step, idx: int, extend: bool, prim: Prim
         base = float(base)
     if not math.isfinite(base):
         return _fail(idx, "domain_error", f"{prim.name}: result is not finite")
-    value = (base - out_u.offset) / out_u.scale
+    # a temperature change in an offset unit (a rise of 90 degC) converts by the scale alone, as delta_degC does
+    value = (base - out_u.offset) / out_u.scale if temp != CHANGE else base / out_u.scale
     if not math.isfinite(value):
         return _fail(idx, "domain_error", f"{prim.name}: {_fmt(base)} in base units overflows in "
                                           f"'{step.out.unit}'; choose a larger unit")
@@ -450,7 +478,7 @@ def _finish(state: VerifierState, step: Step, idx: int, extend: bool, prim: Prim
         if abs(claimed - value) > cfg.rel_tol * max(abs(claimed), abs(value)) + cfg.abs_tol:
             return _fail(idx, "arithmetic_error", f"{prim.name}: claimed {_fmt(claimed)} {step.out.unit}, "
                                                   f"but it computes to {_fmt(value)} {step.out.unit}")
-    result = StepResult(idx, prim.name, step.out.name, value, step.out.unit, base, out_dims, step)
+    result = StepResult(idx, prim.name, step.out.name, value, step.out.unit, base, out_dims, step, temp)
     return StepCheck(True, result, None, state.extend(result) if extend else None)
 
 
@@ -496,7 +524,7 @@ def check_answer(state: VerifierState,
             diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' is {format_dims(v.dims)}, "
                                                              f"but '{unit}' is {format_dims(u.dims)}"))
             continue
-        shown = u.from_base(v.base)
+        shown = u.from_base(v.base) if v.temp != CHANGE else v.base / u.scale  # a change: no offset
         if not math.isfinite(shown):
             diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' overflows in '{unit}'"))
             continue

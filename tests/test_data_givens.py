@@ -52,6 +52,9 @@ def _has(text, value, unit):
     ("The plate is 3 square meters.", 3, "m^2"),
     ("Water at 25 °C.", 25, "degC"),
     ("Water at 25 degrees Celsius.", 25, "degC"),
+    ("Water is heated by 20 °C.", 20, "delta_degC"),  # a change: 20 K, not 293.15 K
+    ("A temperature rise of 15 degrees Celsius.", 15, "delta_degC"),
+    ("It cools from 80 °C to 20 °C.", 80, "degC"),
     ("A $4.7 \\mu \\mathrm{F}$ capacitor.", 4.7e-6, "F"),
     ("A 220 Ω resistor.", 220, "ohm"),
     ("She ran three miles.", 3, "mile"),

@@ -107,7 +107,26 @@ ERROR_CASES = [
     ("unknown constant", lambda t: t["steps"].append(s("const", {"name": "gravity"}, "gg", "m/s^2")), "bad_arg",
      "syntax"),
     ("duplicate given", lambda t: t["givens"].append(g("t", 3, "s")), "redefined_var", "syntax"),
+    ("temperature reading as a change", lambda t: _heat_with(t, "T1"), "temperature_reading_as_change", "units"),
+    ("temperature change as a reading",
+     lambda t: (_temperatures(t), t["steps"].insert(0, s("sub", {"x": "T2", "y": "T1"}, "dT", "K")),
+                t["steps"].insert(1, s("carnot_efficiency", {"t_cold": "dT", "t_hot": "T2"}, "eta"))),
+     "temperature_change_as_reading", "units"),
+    ("two temperature readings added",
+     lambda t: (_temperatures(t), t["steps"].insert(0, s("add", {"x": "T1", "y": "T2"}, "TT", "K"))),
+     "temperature_reading_arithmetic", "units"),
 ]
+
+
+def _temperatures(t):
+    """Two readings (in degC: absolute temperatures) and a mass, added to a trace's givens."""
+    t["givens"] += [g("T1", 10, "degC"), g("T2", 100, "degC"), g("m", 1.3, "kg")]
+
+
+def _heat_with(t, delta):
+    _temperatures(t)
+    t["steps"][:0] = [s("const", {"name": "c_water"}, "c", "J/(kg*K)"),
+                      s("heat", {"m": "m", "c": "c", "delta_t": delta}, "Q", "J")]
 
 
 @pytest.mark.parametrize("desc,fn,code,stage", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
@@ -165,9 +184,12 @@ def test_tolerance_is_configurable():
 
 
 def test_temperature_offsets():
-    t = tr([g("T", 25, "degC")], [s("add", {"x": "T", "y": "T"}, "T2", "K")], [{"name": "T", "unit": "K"}])
+    t = tr([g("T", 25, "degC")], [s("abs", {"x": "T"}, "T2", "K")], [{"name": "T", "unit": "K"}])
     v = verify(t)
-    assert v.ok and v.answer[0].value == pytest.approx(298.15)
+    assert v.ok and v.answer[0].value == pytest.approx(298.15) and v.steps[0].value == pytest.approx(298.15)
+    # adding two readings is refused, as pint refuses degC + degC (tests/test_temperature.py has the rest)
+    t["steps"] = [s("add", {"x": "T", "y": "T"}, "T2", "K")]
+    assert [d.code for d in verify(t).diagnostics] == ["temperature_reading_arithmetic"]
 
 
 def test_currency_and_counts():

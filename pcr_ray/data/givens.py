@@ -395,6 +395,11 @@ def _word_value(m: re.Match[str]) -> float:
     return v
 
 
+# 'heated by 20 °C', 'a rise of 15 °C': the temperature after these is a change (delta_degC), not a reading
+_CHANGE_BEFORE_RE = re.compile(r"(?:\bby|\b(?:rise|increase|change|drop|decrease|difference|fall|gain)\s+of)\s*$",
+                               re.IGNORECASE)
+
+
 def scan_quantities(text: str) -> list[Mention]:
     """Every quantity in a (normalised) text, in order: numbers with their units, number words, factors, rest."""
     out: list[Mention] = []
@@ -454,6 +459,8 @@ def scan_quantities(text: str) -> list[Mention]:
                 unit, end = "cent", b + cm.end()
         if unit == "dollar":
             unit = "USD"
+        if unit in ("degC", "degF") and _CHANGE_BEFORE_RE.search(text[max(0, a - 40):a]):
+            unit = "delta_" + unit  # 'heated by 20 °C' is a change, not a reading (pcr_ray/temperature.py)
         if m.group("fnum") or m.group("mixed"):
             kind = "fraction" if kind == "number" else kind
         out.append(Mention(v, unit, a, end, text[a:end], kind, noun if unit and not kind == "money" else ""))

@@ -1,8 +1,9 @@
 """The symbolic enumerator: every (op, args) step over the variables at hand, as candidate JSON strings.
 
-Typed mode applies each parameter's dimension constraint while enumerating (so every candidate is
-dimension-valid; an optimisation). Type-blind mode tries every op over every argument combination and
-guesses the output unit, so that what separates `nsprm` from `prm_only` is the verifier, not the generator.
+Typed mode applies each parameter's dimension constraint and the temperature reading/change rule
+(pcr_ray.temperature) while enumerating, so every candidate is dimension-valid (an optimisation). Type-blind
+mode tries every op over every argument combination and guesses the output unit, so that what separates
+`nsprm` from `prm_only` is the verifier, not the generator.
 Rules shared by both modes, so that the output is deterministic:
 - ops in name order; variadic ops in their two-argument form; ops with expression parameters are skipped;
 - a variable is never paired with itself, except in `mul` (a square);
@@ -39,6 +40,7 @@ from pcr_ray.naming import fresh_name
 from pcr_ray.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.primitives.constants import CONSTANTS, constant_dims
 from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME
+from pcr_ray.temperature import checks_op, step_role
 from pcr_ray.trace import Out, Step
 from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 
@@ -178,6 +180,8 @@ class EnumeratorGenerator:
         cands: list[_Cand] = []
         seen: set[str] = set()
         n_exact = {p.name: sum(1 for q in p.params if q.kind == "var" and q.rkind == EXACT) for p in self._prims}
+        roles = {v.name: v.temp for v in variables}
+        role_of = roles.get
         for order, prim in enumerate(self._prims):
             if prim.name == "const":
                 for cname in self._useful_consts(req, variables, defined_consts):
@@ -197,6 +201,8 @@ class EnumeratorGenerator:
                 dims = self._out_dims(prim, binding)
                 if dims is None and self.typed:
                     continue
+                if self.typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
+                    continue  # a temperature reading where a change belongs, or the reverse
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
                 obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pcr_ray.primitives import REGISTRY, Primitive
 from pcr_ray.primitives.registry import EXACT
+from pcr_ray.temperature import checks_op, given_role, step_role
 from pcr_ray.trace import Given, Step, step_json_schema
 from pcr_ray.units import DIMENSIONLESS, Dims, try_unit_info
 
@@ -34,22 +35,23 @@ class VarInfo:
     dims: Dims | None
     value: float | None = None
     is_given: bool = False
+    temp: str = ""  # temperature role: 'reading', 'change' or '' (pcr_ray.temperature)
 
 
 def visible_vars(givens: Sequence[Given], steps: Sequence[Step]) -> list[VarInfo]:
     """Givens then step outputs, in order; dims None where the unit string does not parse."""
     out: list[VarInfo] = []
-    seen: set[str] = set()
+    roles: dict[str, str] = {}
     for g in givens:
         u = try_unit_info(g.unit)
-        if g.name not in seen:
-            out.append(VarInfo(g.name, g.unit, u.dims if u else None, float(g.value), True))
-            seen.add(g.name)
+        if g.name not in roles:
+            roles[g.name] = given_role(g.unit)
+            out.append(VarInfo(g.name, g.unit, u.dims if u else None, float(g.value), True, roles[g.name]))
     for s in steps:
         u = try_unit_info(s.out.unit)
-        if s.out.name not in seen:
-            out.append(VarInfo(s.out.name, s.out.unit, u.dims if u else None, s.value, False))
-            seen.add(s.out.name)
+        if s.out.name not in roles:
+            roles[s.out.name] = step_role(s.op, s.args, lambda n: roles.get(n, ""))[0] if checks_op(s.op) else ""
+            out.append(VarInfo(s.out.name, s.out.unit, u.dims if u else None, s.value, False, roles[s.out.name]))
     return out
 
 
