@@ -2,10 +2,12 @@
 
 Pairs are real (context, step) renderings from the pairs parquet (make-pairs' output) when present, else
 made from the example traces. The checkpoint is the cached CSP PRM when present, else an untrained MiniLM
-PRM (same architecture, so the same speed). Also measured: batched int8 (dynamic quantization).
+PRM (same architecture, so the same speed); --checkpoint picks another. Also measured: batched int8 (dynamic
+quantization), how far its scores move from fp32, and how far a pair's int8 score moves between being scored
+alone and in a batch (dynamic quantization takes one activation scale per batch tensor, padding included).
 Writes benchmarks/results/bench_prm.json.
 
-    .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64]
+    .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64] [--checkpoint DIR]
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ def load_pairs(n: int) -> tuple[list[tuple[str, str]], str]:
     return (pairs * (n // max(len(pairs), 1) + 1))[:n], "generated traces"
 
 
-def checkpoint(tmp: Path) -> tuple[Path, str]:
+def checkpoint(tmp: Path, given: str | None = None) -> tuple[Path, str]:
     from pcr_ray.prm.checkpoints import find_checkpoint
     from pcr_ray.prm.model import PRMMeta, build_model, save_checkpoint
 
+    if given:
+        return Path(given), given
     found = find_checkpoint("csp")
     if found is not None:
         return found, "cached csp checkpoint"
@@ -57,6 +61,8 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=64, help="pairs scored one at a time")
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--max-length", type=int, default=160)
+    ap.add_argument("--checkpoint", default=None, help="PRM checkpoint folder (default: the cached csp one)")
+    ap.add_argument("--name", default="bench_prm", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
     import torch
 
@@ -65,7 +71,7 @@ def main() -> None:
 
     pairs, source = load_pairs(args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
-        ck, ck_desc = checkpoint(Path(tmp))
+        ck, ck_desc = checkpoint(Path(tmp), args.checkpoint)
         batched = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length)
         q8 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
         lengths = [len(x) for x in encode_pairs(batched.tokenizer, [p[0] for p in pairs], [p[1] for p in pairs],
@@ -81,8 +87,10 @@ def main() -> None:
         t0 = time.perf_counter()
         q8_scores = q8.score(pairs)
         t_q8 = time.perf_counter() - t0
+        q8_single = [q8.score([p])[0] for p in pairs[: args.single]]
     max_diff = max(abs(a - b) for a, b in zip(single_scores, batch_scores, strict=False))
     q8_diff = statistics.fmean(abs(a - b) for a, b in zip(q8_scores, batch_scores, strict=True))
+    q8_alone = [abs(a - b) for a, b in zip(q8_single, q8_scores, strict=False)]
     single_rate = args.single / t_single
     batch_rate = len(pairs) / t_batch
     q8_rate = len(pairs) / t_q8
@@ -94,6 +102,10 @@ def main() -> None:
         "batched_int8_steps_per_s": round(q8_rate, 1), "batched_over_single": round(batch_rate / single_rate, 2),
         "int8_over_fp32_batched": round(q8_rate / batch_rate, 2),
         "max_abs_score_diff_single_vs_batched": max_diff, "mean_abs_score_diff_int8_vs_fp32": round(q8_diff, 4),
+        "max_abs_score_diff_int8_vs_fp32": round(max(abs(a - b) for a, b in zip(q8_scores, batch_scores,
+                                                                                strict=True)), 4),
+        "int8_max_abs_score_diff_single_vs_batched": round(max(q8_alone), 4),
+        "int8_mean_abs_score_diff_single_vs_batched": round(statistics.fmean(q8_alone), 4),
     }
     print(f"pairs: {len(pairs)} from {source}; mean {res['mean_tokens']} tokens; {ck_desc}; "
           f"{res['torch_threads']} torch threads")
@@ -101,8 +113,10 @@ def main() -> None:
     print(f"batched fp32  : {res['batched_steps_per_s']:>8} steps/s  ({res['batched_over_single']}x one at a time)")
     print(f"batched int8  : {res['batched_int8_steps_per_s']:>8} steps/s  ({res['int8_over_fp32_batched']}x fp32; "
           f"mean |score diff| {res['mean_abs_score_diff_int8_vs_fp32']})")
-    print(f"max |score diff| one-at-a-time vs batched: {max_diff:.2e}")
-    write_result("bench_prm", res)
+    print(f"max |score diff| one-at-a-time vs batched: fp32 {max_diff:.2e}; int8 "
+          f"{res['int8_max_abs_score_diff_single_vs_batched']} "
+          f"(mean {res['int8_mean_abs_score_diff_single_vs_batched']})")
+    write_result(args.name, res)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ class PRMScorer:
                         max_batch: int = 64, max_length: int | None = None) -> PRMScorer:
         """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
 
+        int8 is ~1.9x faster on CPU, but its activation scale is taken per batch, so a pair's score then depends
+        on the pairs batched with it (README, PRM scoring); fp32 scores do not.
+
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
         (prm.json), so that a longer context is cut as it was in training.
         """
