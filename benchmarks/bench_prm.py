@@ -2,9 +2,10 @@
 
 Pairs are real (context, step) renderings from the pairs parquet (make-pairs' output) when present, else
 made from the example traces. The checkpoint is the cached CSP PRM when present, else an untrained MiniLM
-PRM (same architecture, so the same speed); --checkpoint picks another. Also measured: batched int8 (dynamic
-quantization), how far its scores move from fp32, and how far a pair's int8 score moves between being scored
-alone and in a batch (dynamic quantization takes one activation scale per batch tensor, padding included).
+PRM (same architecture, so the same speed); --checkpoint picks another. Also measured: int8 (dynamic
+quantization) one pair per forward pass (the scorer's default) and batched (`int8_batched`), how far int8
+scores move from fp32, and how far a pair's batched int8 score moves between being scored alone and in a batch
+(dynamic quantization takes one activation scale per forward pass, padding included).
 Writes benchmarks/results/bench_prm.json.
 
     .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64] [--checkpoint DIR]
@@ -73,11 +74,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ck, ck_desc = checkpoint(Path(tmp), args.checkpoint)
         batched = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length)
-        q8 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
+        q8 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True,
+                                       int8_batched=True)
+        q8p = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
         lengths = [len(x) for x in encode_pairs(batched.tokenizer, [p[0] for p in pairs], [p[1] for p in pairs],
                                                 args.max_length, pad=False)["input_ids"]]
         batched.score(pairs[:8])  # warm up
         q8.score(pairs[:8])
+        q8p.score(pairs[:8])
         t0 = time.perf_counter()
         single_scores = [batched.score([p])[0] for p in pairs[: args.single]]
         t_single = time.perf_counter() - t0
@@ -88,12 +92,16 @@ def main() -> None:
         q8_scores = q8.score(pairs)
         t_q8 = time.perf_counter() - t0
         q8_single = [q8.score([p])[0] for p in pairs[: args.single]]
+        t0 = time.perf_counter()
+        q8p_scores = q8p.score(pairs)
+        t_q8p = time.perf_counter() - t0
     max_diff = max(abs(a - b) for a, b in zip(single_scores, batch_scores, strict=False))
     q8_diff = statistics.fmean(abs(a - b) for a, b in zip(q8_scores, batch_scores, strict=True))
     q8_alone = [abs(a - b) for a, b in zip(q8_single, q8_scores, strict=False)]
     single_rate = args.single / t_single
     batch_rate = len(pairs) / t_batch
     q8_rate = len(pairs) / t_q8
+    q8p_rate = len(pairs) / t_q8p
     res = {
         "machine": machine_info(), "torch_threads": torch.get_num_threads(), "pairs_source": source,
         "checkpoint": ck_desc, "pairs": len(pairs), "single_pairs": args.single, "max_batch": args.max_batch,
@@ -106,11 +114,18 @@ def main() -> None:
                                                                                 strict=True)), 4),
         "int8_max_abs_score_diff_single_vs_batched": round(max(q8_alone), 4),
         "int8_mean_abs_score_diff_single_vs_batched": round(statistics.fmean(q8_alone), 4),
+        "int8_per_pair_steps_per_s": round(q8p_rate, 1),
+        "int8_per_pair_over_fp32_batched": round(q8p_rate / batch_rate, 2),
+        "int8_per_pair_mean_abs_score_diff_vs_fp32": round(statistics.fmean(
+            abs(a - b) for a, b in zip(q8p_scores, batch_scores, strict=True)), 4),
+        "int8_per_pair_equals_scored_alone": q8p_scores[: args.single] == q8_single,
     }
     print(f"pairs: {len(pairs)} from {source}; mean {res['mean_tokens']} tokens; {ck_desc}; "
           f"{res['torch_threads']} torch threads")
     print(f"one at a time : {res['one_at_a_time_steps_per_s']:>8} steps/s")
     print(f"batched fp32  : {res['batched_steps_per_s']:>8} steps/s  ({res['batched_over_single']}x one at a time)")
+    print(f"int8 per pair : {res['int8_per_pair_steps_per_s']:>8} steps/s  ({res['int8_per_pair_over_fp32_batched']}x "
+          f"fp32; mean |score diff| {res['int8_per_pair_mean_abs_score_diff_vs_fp32']}; the default)")
     print(f"batched int8  : {res['batched_int8_steps_per_s']:>8} steps/s  ({res['int8_over_fp32_batched']}x fp32; "
           f"mean |score diff| {res['mean_abs_score_diff_int8_vs_fp32']})")
     print(f"max |score diff| one-at-a-time vs batched: fp32 {max_diff:.2e}; int8 "

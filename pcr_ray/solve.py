@@ -52,6 +52,7 @@ def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:
         path = find_checkpoint(kind) or ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
     return PRMScorer.from_checkpoint(path, device=str(prm_cfg.get("device", "cpu")),
                                      int8=bool(prm_cfg.get("int8", False)),
+                                     int8_batched=bool(prm_cfg.get("int8_batched", False)),
                                      max_batch=int(prm_cfg.get("max_batch", 64)))  # the checkpoint's max_length
 
 

@@ -108,6 +108,19 @@ def test_int8_scorer_quantizes_linear_layers(minilm_checkpoint):
         PRMScorer.from_checkpoint(minilm_checkpoint, int8=True, device="cuda")
 
 
+def test_int8_scores_depend_on_the_pair_alone_unless_batched(minilm_checkpoint):
+    # dynamic int8 takes one activation scale per forward pass: scored one pair per pass (the default), a
+    # pair's score is the same alone and among others; batched, it moves with its batch-mates
+    q = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True)
+    alone = [q.score([p])[0] for p in PAIRS]
+    assert q.score(PAIRS) == alone and q.score(PAIRS[::-1]) == alone[::-1]
+    assert q.identity["int8_batched"] is False
+    qb = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True, int8_batched=True)
+    assert qb.identity["int8_batched"] is True
+    batched = qb.score(PAIRS)
+    assert batched != alone and batched == pytest.approx(alone, abs=0.2)
+
+
 def test_checkpoint_folder_shape_and_errors(minilm_checkpoint, tmp_path):
     meta = read_meta(minilm_checkpoint)
     assert meta.backbone == "minilm" and meta.kind == "csp"
