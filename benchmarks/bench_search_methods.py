@@ -100,6 +100,9 @@ def main() -> None:
     ap.add_argument("--typed-cap", type=int, default=48)
     ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
+    ap.add_argument("--int8-batched", action="store_true",
+                    help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
+                         "one-pair default were measured)")
     ap.add_argument("--checkpoint", default=None, help="NS-PRM checkpoint (default: the cached csp one)")
     ap.add_argument("--baseline-checkpoint", default=None,
                     help="conventional PRM for prm_only (default: the cached random one)")
@@ -119,8 +122,10 @@ def main() -> None:
 
     ck = args.checkpoint or ensure_checkpoint("csp")
     bk = args.baseline_checkpoint or ensure_checkpoint("random")
-    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length)
-    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=args.max_length)
+    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length,
+                                       int8_batched=args.int8_batched)
+    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=args.max_length,
+                                                int8_batched=args.int8_batched)
     out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "baseline_checkpoint": str(bk),
                            "prm_identity": scorer.identity, "args": vars(args), "datasets": {}}
     records = []
