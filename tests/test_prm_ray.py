@@ -106,3 +106,29 @@ def test_entry_points_help_and_clear_errors(tmp_path, monkeypatch, capsys):
     assert "train-prm" in capsys.readouterr().err  # says how to get a checkpoint
     assert train_prm.main([f"pairs_dir={tmp_path / 'none'}"]) == 1
     assert "make-pairs" in capsys.readouterr().err
+
+
+def test_listwise_subset_keeps_whole_lists_and_trains_on_ray(pairs_dir, tmp_path):
+    from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset, train_prm
+
+    out, _, _ = pairs_dir
+    kinds = default_kinds("csp")
+    every = load_pairs_dataset(out, "train", kinds).to_pandas()
+    lists = ["problem_id", "t", "pos_step"]
+    full = every.groupby(lists).size()
+    assert full.max() > 1  # the fixture's lists hold several negatives
+    sub = load_pairs_dataset(out, "train", kinds, 30, 0, whole_lists=True).to_pandas()
+    kept = sub.groupby(lists).size()
+    assert (kept == full.loc[kept.index]).all()  # no list lost a negative
+    assert 30 <= len(sub) < 30 + full.max() and len(kept) < len(full)
+    by_pair = load_pairs_dataset(out, "train", kinds, 30, 0).to_pandas()
+    assert len(by_pair) == 30 and (by_pair.groupby(lists).size() < full.loc[by_pair.groupby(lists).size().index]).any()
+    cfg = {"prm": {"backbone": str(tiny_backbone(tmp_path / "tiny")), "kind": "csp", "max_length": 64},
+           "pairs_dir": str(out), "limit_train": 30, "limit_val": 16, "output": str(tmp_path / "final"),
+           "storage_path": str(tmp_path / "ray_train"), "run_name": "lw", "shuffle_buffer": 0,
+           "train": {"loss": "listwise", "epochs": 1, "batch_size": 8, "lr": 1e-3, "progress": False},
+           "scaling": {"num_workers": 1, "use_gpu": False, "cpus_per_worker": 1}}
+    res = train_prm(cfg)
+    assert res["history"][0]["train_pairs"] == len(sub) and res["train_pairs"] == len(sub)
+    with pytest.raises(ValueError, match="kind_weights"):
+        train_prm({**cfg, "kind_weights": {"principle_swap": 2.0}})

@@ -30,6 +30,7 @@ def default_pairs_dir() -> Path:
 
 def _pair_config(cfg: Mapping[str, Any]) -> PairConfig:
     return PairConfig(csp_per_kind=int(cfg.get("csp_per_kind", 2)), random_per_kind=int(cfg.get("random_per_kind", 1)),
+                      search_per_kind=int(cfg.get("search_per_kind") or 0),
                       kinds=tuple(cfg.get("kinds") or PairConfig().kinds), seed=int(cfg.get("seed", 0)),
                       split_fractions=tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1)),  # type: ignore[arg-type]
                       rel_tol=float(cfg.get("rel_tol", 1e-3)), max_steps=int(cfg.get("max_steps", 32)))

@@ -119,9 +119,12 @@ def pair_rank(key: str, seed: int, weight: float = 1.0) -> float:
     return u ** (1.0 / weight)
 
 
-def _rank_batch(batch: Any, seed: int, weights: Mapping[str, float]) -> Any:
-    keys = (batch["problem_id"].astype(str) + "|" + batch["t"].astype(str) + "|" + batch["kind"].astype(str) + "|"
-            + batch["neg_step"].astype(str))
+def _rank_batch(batch: Any, seed: int, weights: Mapping[str, float], whole_lists: bool = False) -> Any:
+    if whole_lists:  # one key per candidate list (problem, prefix, positive): a list is kept or dropped whole
+        keys = (batch["problem_id"].astype(str) + "|" + batch["t"].astype(str) + "|" + batch["pos_step"].astype(str))
+    else:
+        keys = (batch["problem_id"].astype(str) + "|" + batch["t"].astype(str) + "|" + batch["kind"].astype(str)
+                + "|" + batch["neg_step"].astype(str))
     batch = batch.copy()
     batch["rank"] = [-pair_rank(k, seed, float(weights.get(kind, 1.0)))
                      for k, kind in zip(keys, batch["kind"], strict=True)]
@@ -129,9 +132,11 @@ def _rank_batch(batch: Any, seed: int, weights: Mapping[str, float]) -> Any:
 
 
 def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...], limit: int = 0, seed: int = 0,
-                       kind_weights: Mapping[str, float] | None = None) -> Any:
+                       kind_weights: Mapping[str, float] | None = None, whole_lists: bool = False) -> Any:
     """A Ray Dataset of the pairs of one split and kinds; `limit` > 0 keeps a deterministic hash-ranked subset,
-    in which a kind's share is scaled by `kind_weights[kind]` (default 1: its natural share)."""
+    in which a kind's share is scaled by `kind_weights[kind]` (default 1: its natural share). With
+    `whole_lists` (the listwise loss) the subset is drawn by candidate list, so no list loses negatives;
+    `limit` then stops at the first whole list past it and kind_weights do not apply."""
     import ray
 
     path = Path(pairs_dir) / split
@@ -145,8 +150,15 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
         bad = {k: v for k, v in weights.items() if not v > 0}
         if bad:
             raise ValueError(f"kind_weights must be > 0, got {bad}")
-        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed, "weights": weights},
-                            batch_format="pandas").sort("rank").limit(limit)
+        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed, "weights": weights, "whole_lists": whole_lists},
+                            batch_format="pandas").sort("rank")
+        if whole_lists:
+            ranks = ds.select_columns(["rank"]).take(limit + 1)
+            if len(ranks) > limit:  # the list of the limit-th pair is kept whole
+                cut = float(ranks[limit - 1]["rank"])
+                ds = ds.map_batches(lambda b: b[b["rank"] <= cut], batch_format="pandas")
+        else:
+            ds = ds.limit(limit)
         ds = ds.drop_columns(["rank"])
     return ds
 
@@ -185,11 +197,14 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     _init_ray(cfg.get("ray"))
     weights = dict(cfg.get("kind_weights") or {})
+    listwise = str(tcfg.get("loss", "pairwise")) == "listwise"
+    if listwise and weights:
+        raise ValueError("kind_weights do not apply to train.loss=listwise (lists are sampled whole); drop them")
     unknown = sorted(set(weights) - set(kinds))
     if unknown:
         raise ValueError(f"kind_weights names kinds {unknown} that are not trained on (kinds: {list(kinds)})")
     train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg.get("limit_train") or 0), seed,
-                                  weights).materialize()
+                                  weights, whole_lists=listwise).materialize()
     val_ds = load_pairs_dataset(pairs_dir, "validation", kinds, int(cfg.get("limit_val") or 0), seed).materialize()
     n_train, n_val = train_ds.count(), val_ds.count()
     if n_train == 0:

@@ -43,6 +43,7 @@ class PairConfig:
 
     csp_per_kind: int = 2
     random_per_kind: int = 1
+    search_per_kind: int = 0  # alternative steps / answer-timing negatives per prefix; 0: csp_per_kind
     kinds: tuple[str, ...] = ALL_PAIR_KINDS
     seed: int = 0
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -109,8 +110,9 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
     search_kinds = tuple(k for k in cfg.kinds if k in SEARCH_KINDS)
     source = str(problem.get("source") or "")
     alt_ops = next((tuple(o) for pre, o in cfg.alt_ops_by_source.items() if source.startswith(pre)), None)
-    extra = search_negatives(gold, text, key=pid, kinds=search_kinds, per_kind=cfg.csp_per_kind, seed=cfg.seed,
-                             rel_tol=cfg.rel_tol, ops=alt_ops) if search_kinds and cfg.csp_per_kind > 0 else []
+    per_search = cfg.search_per_kind or cfg.csp_per_kind
+    extra = search_negatives(gold, text, key=pid, kinds=search_kinds, per_kind=per_search, seed=cfg.seed,
+                             rel_tol=cfg.rel_tol, ops=alt_ops) if search_kinds and per_search > 0 else []
     split = split_of(pid, cfg.split_fractions)
     givens = gold.trace.givens
     contexts: dict[int, tuple[str, str]] = {}

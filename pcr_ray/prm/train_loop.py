@@ -3,8 +3,11 @@
 `pcr_ray.pipeline.train_prm` runs it inside Ray Train's TorchTrainer (a session over `ray.train`: dataset
 shards, DDP, `ray.train.report` with a checkpoint every epoch); `LocalSession` runs it in this process over
 in-memory rows (unit tests, `checkpoints.ensure_checkpoint`). Losses: pairwise -log sigmoid(l+ - l-) on
-logits, or pointwise BCE (positive = 1, negative = 0). A checkpoint folder holds `prm/` (a complete PRM
-checkpoint, see model.py) and `train_state.pt` (optimizer, scheduler, epoch, RNG), so training resumes exactly.
+logits, pointwise BCE (positive = 1, negative = 0), or listwise: the pairs that share a (context, positive)
+form one candidate list, as the search's candidates at one prefix do, and the loss is the softmax cross-entropy
+of the positive against all of the list's negatives at once (`candidate_lists`, `listwise_loss`).
+A checkpoint folder holds `prm/` (a complete PRM checkpoint, see model.py) and `train_state.pt` (optimizer,
+scheduler, epoch, RNG), so training resumes exactly.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pcr_ray.prm.model import (
     save_checkpoint,
 )
 
-LOSSES = ("pairwise", "pointwise")
+LOSSES = ("pairwise", "pointwise", "listwise")
 PRM_SUBDIR = "prm"
 STATE_FILE = "train_state.pt"
 Batch = Mapping[str, Sequence[Any]]
@@ -115,6 +118,30 @@ def pair_loss(lp: torch.Tensor, ln: torch.Tensor, loss: str) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits, target)
 
 
+def listwise_loss(lp: torch.Tensor, ln: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """Mean over lists of -log softmax(positive | positive + its negatives): lp[g] is list g's positive logit,
+    ln[i] a negative's logit and group[i] the list it belongs to. A one-negative list is the pairwise loss."""
+    losses = [torch.logsumexp(torch.cat([lp[g:g + 1], ln[group == g]]), 0) - lp[g] for g in range(len(lp))]
+    return torch.stack(losses).mean()
+
+
+def list_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length: int,
+                device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One forward over each list's (context, pos) once and every (context, neg) -> (l+ per list, l-, list of
+    each negative). Lists are the rows sharing (context, pos_step)."""
+    ctx = [str(c) for c in batch["context"]]
+    pos = [str(s) for s in batch["pos_step"]]
+    neg = [str(s) for s in batch["neg_step"]]
+    index: dict[tuple[str, str], int] = {}
+    group = [index.setdefault((c, p), len(index)) for c, p in zip(ctx, pos, strict=True)]
+    heads = list(index)
+    enc = encode_pairs(tokenizer, [c for c, _ in heads] + ctx, [p for _, p in heads] + neg, max_length)
+    inner = getattr(model, "module", model)
+    logits = model(**model_inputs(inner, enc, device))
+    g = len(heads)
+    return logits[:g], logits[g:], torch.tensor(group, device=logits.device)
+
+
 def pair_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length: int,
                 device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """One forward over the 2B sequences (context, pos) + (context, neg) -> (l+, l-)."""
@@ -168,7 +195,7 @@ def evaluate_pairs(model: torch.nn.Module, tokenizer: Any, batches: Iterable[Bat
         for b in batches:
             lp, ln = pair_logits(model, tokenizer, b, cfg.max_length, device)
             n = len(lp)
-            loss_sum += float(pair_loss(lp, ln, cfg.loss)) * n
+            loss_sum += float(pair_loss(lp, ln, "pairwise" if cfg.loss == "listwise" else cfg.loss)) * n
             correct += float((lp > ln).sum())
             total += n
     model.train(was)
@@ -213,19 +240,27 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         stopped = False
         bar = _bar(cfg, rank0, epoch, _steps_per_epoch(cfg, session.world_size))
         batches = session.train_batches(epoch, cfg.batch_size)
-        if cfg.group_window > 0:
+        if cfg.loss == "listwise":
+            batches = candidate_lists(batches, cfg.batch_size, f"{cfg.seed}|{epoch}",
+                                      _steps_per_epoch(cfg, session.world_size))
+        elif cfg.group_window > 0:
             batches = length_grouped(batches, cfg.batch_size, cfg.group_window, f"{cfg.seed}|{epoch}")
         for b in batches:
-            lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device)
-            loss = pair_loss(lp, ln, cfg.loss)
+            if cfg.loss == "listwise":
+                lp, ln, group = list_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                loss = listwise_loss(lp, ln, group)
+            else:
+                lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                loss = pair_loss(lp, ln, cfg.loss)
+            n_pairs = len(ln)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(wrapped.parameters(), cfg.grad_clip)
             optimizer.step()
             scheduler.step()
-            loss_sum += float(loss.detach()) * len(lp)
-            seen += len(lp)
+            loss_sum += float(loss.detach()) * n_pairs
+            seen += n_pairs
             n_batches += 1
             if bar is not None:
                 bar.update(1)
@@ -303,6 +338,40 @@ def length_grouped(batches: Iterable[Batch], batch_size: int, window: int, seed:
             buf = []
     if buf:
         yield from flush()
+
+
+def candidate_lists(batches: Iterable[Batch], batch_size: int, seed: str, n_batches: int = 0) -> Iterator[Batch]:
+    """Re-batch a whole epoch (one worker's shard) as candidate lists: the rows sharing (context, pos_step),
+    negatives deduplicated, a list split into chunks of at most `batch_size` negatives; lists in a seeded
+    random order, packed whole into batches (a list never straddles two batches). With `n_batches` (the LR
+    schedule's steps per epoch) the lists are spread over that many batches of about equal size; without it
+    a batch holds at most `batch_size` negatives (or one chunk)."""
+    lists: dict[tuple[str, str], dict[str, None]] = {}
+    for b in batches:
+        for c, p, n in zip(map(str, b["context"]), map(str, b["pos_step"]), map(str, b["neg_step"]), strict=True):
+            lists.setdefault((c, p), {})[n] = None
+    chunks = [(key, negs[i:i + batch_size]) for key, d in lists.items()
+              for negs in [list(d)] for i in range(0, len(negs), batch_size)]
+    random.Random(seed).shuffle(chunks)
+    total = sum(len(negs) for _, negs in chunks)
+    out: dict[str, list[str]] = {"context": [], "pos_step": [], "neg_step": []}
+    done = made = 0  # pairs in closed batches, batches closed
+    for (c, p), negs in chunks:
+        if out["neg_step"]:
+            if n_batches > 0:
+                full = done + len(out["neg_step"]) + len(negs) / 2 > (made + 1) * total / n_batches
+            else:
+                full = len(out["neg_step"]) + len(negs) > batch_size
+            if full:
+                done += len(out["neg_step"])
+                made += 1
+                yield out
+                out = {"context": [], "pos_step": [], "neg_step": []}
+        out["context"] += [c] * len(negs)
+        out["pos_step"] += [p] * len(negs)
+        out["neg_step"] += negs
+    if out["neg_step"]:
+        yield out
 
 
 def _bar(cfg: TrainConfig, rank0: bool, epoch: int, total: int) -> Any:
