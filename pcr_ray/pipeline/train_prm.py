@@ -136,7 +136,7 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
     """A Ray Dataset of the pairs of one split and kinds; `limit` > 0 keeps a deterministic hash-ranked subset,
     in which a kind's share is scaled by `kind_weights[kind]` (default 1: its natural share). With
     `whole_lists` (the listwise loss) the subset is drawn by candidate list, so no list loses negatives;
-    `limit` then stops at the first whole list past it and kind_weights do not apply."""
+    `limit` then rounds up to the end of the limit-th pair's list, and kind_weights do not apply."""
     import ray
 
     path = Path(pairs_dir) / split
