@@ -150,7 +150,8 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
         bad = {k: v for k, v in weights.items() if not v > 0}
         if bad:
             raise ValueError(f"kind_weights must be > 0, got {bad}")
-        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed, "weights": weights, "whole_lists": whole_lists},
+        ds = ds.map_batches(_rank_batch, fn_kwargs={"seed": seed, "weights": {} if whole_lists else weights,
+                                                    "whole_lists": whole_lists},
                             batch_format="pandas").sort("rank")
         if whole_lists:
             ranks = ds.select_columns(["rank"]).take(limit + 1)
