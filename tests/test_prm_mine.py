@@ -152,7 +152,7 @@ def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm
 
 
 def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
-    problems = [r for r in _rows(40, seed=21) if r["gold_steps"] >= 2]  # answers before the end need 2+ steps
+    problems = [r for r in _rows(20, seed=21) if r["gold_steps"] >= 2]  # answers before the end need 2+ steps
     rows, _ = mine_rows(problems, prm, MineConfig(per_problem=2, positions="early"))
     assert rows and all(0 < r["t"] < r["gold_steps"] for r in rows)
     assert all(r["neg_step"].startswith("answer: ") and not r["pos_step"].startswith("answer: ") for r in rows)
