@@ -342,8 +342,8 @@ def length_grouped(batches: Iterable[Batch], batch_size: int, window: int, seed:
 
 def candidate_lists(batches: Iterable[Batch], batch_size: int, seed: str, n_batches: int = 0) -> Iterator[Batch]:
     """Re-batch a whole epoch (one worker's shard) as candidate lists: the rows sharing (context, pos_step),
-    negatives deduplicated, a list split into chunks of at most `batch_size` negatives; lists in a seeded
-    random order, packed whole into batches (a list never straddles two batches). With `n_batches` (the LR
+    negatives deduplicated, a list longer than `batch_size` cut into chunks of at most that many; chunks in a
+    seeded random order, each packed whole into one batch. With `n_batches` (the LR
     schedule's steps per epoch) the lists are spread over that many batches of about equal size; without it
     a batch holds at most `batch_size` negatives (or one chunk)."""
     lists: dict[tuple[str, str], dict[str, None]] = {}
