@@ -94,13 +94,13 @@ def test_llamacpp_outputs_are_schema_valid_json() -> None:
                             (Given("P", 2000, "W"), Given("t", 3, "minute")), k=1, target_unit="J", seed=1)]
     outs = gen.propose(reqs)
     assert [len(o) for o in outs] == [2, 1]
-    general = step_json_schema()
+    general = jsonschema.Draft202012Validator(step_json_schema())
     for req, cands in zip(reqs, outs, strict=True):
-        narrow = build_call(req, max_ops=6).schema
+        narrow = jsonschema.Draft202012Validator(build_call(req, max_ops=6).schema)
         for c in cands:
             obj = json.loads(c)  # grammar-constrained: always JSON
-            jsonschema.validate(obj, narrow)
-            jsonschema.validate(obj, general)
+            narrow.validate(obj)
+            general.validate(obj)
     ex = LLMGivensExtractor(gen)
     raw = gen.propose([ProposalRequest("g", CAR, k=1, mode="givens")])[0][0]
     jsonschema.validate(json.loads(raw), givens_schema())
