@@ -12,7 +12,10 @@ the other methods with the NS-PRM. Writes benchmarks/results/bench_search_method
 
     .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
         [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
-        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy]
+        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--oracle]
+
+--oracle puts the gold-path oracle in the NS-PRM's place (it scores by the gold trace): the ceiling of the
+search settings, what a perfect PRM along the gold path would solve.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=6)
     ap.add_argument("--aggregate", default="min")
     ap.add_argument("--n-complete", type=int, default=1, help="answered traces collected before a problem stops")
+    ap.add_argument("--stop", default="first", choices=["first", "best"],
+                    help="first: stop at the first answered trace kept; best: only once no live beam scores above it")
     ap.add_argument("--answer-selection", default="best", choices=["best", "vote"],
                     help="which answered trace is returned: the best-scored, or weighted majority over answers")
     ap.add_argument("--blind-cap", type=int, default=128, help="type-blind candidates per beam and step")
@@ -113,12 +118,16 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=None,
                     help="PRM tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search_strategies."
+                         "gold_oracle): the ceiling of these search settings; prm_only keeps its PRM")
     ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, run_search
+    from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
 
     ck = args.checkpoint or ensure_checkpoint("csp")
     bk = args.baseline_checkpoint or ensure_checkpoint("random")
@@ -126,13 +135,15 @@ def main() -> None:
                                        int8_batched=args.int8_batched)
     baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=args.max_length,
                                                 int8_batched=args.int8_batched)
-    out: dict[str, Any] = {"machine": machine_info(), "checkpoint": str(ck), "baseline_checkpoint": str(bk),
+    out: dict[str, Any] = {"machine": machine_info(), "checkpoint": "gold_path_oracle" if args.oracle else str(ck),
+                           "baseline_checkpoint": str(bk),
                            "prm_identity": scorer.identity, "args": vars(args), "datasets": {}}
     records = []
     for dataset, items in _problems(args).items():
         golds = [g for g, _ in items]
         problems = [sp for _, sp in items]
         gens = _generators(dataset, args)
+        ns_scorer = GoldPathScorer.from_problems(golds) if args.oracle else scorer
         res: dict[str, Any] = {}
         runs = [(m, g) for g in ("blind", "typed") if g in args.generators for m in args.methods
                 if g == "blind" or m != "prm_only"]
@@ -140,9 +151,9 @@ def main() -> None:
             label = method if gkey == "blind" else f"{method} (typed enumerator)"
             cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,
                                aggregate=args.aggregate, n_complete=args.n_complete,
-                               answer_selection=args.answer_selection)
+                               answer_selection=args.answer_selection, stop=args.stop)
             t0 = time.perf_counter()
-            prm = (baseline_scorer if method == "prm_only" else scorer) if cfg.uses_prm else None
+            prm = (baseline_scorer if method == "prm_only" else ns_scorer) if cfg.uses_prm else None
             rows = run_search(problems, gens[gkey], prm, cfg)
             wall = time.perf_counter() - t0
             summ = _summ(rows, golds)

@@ -25,6 +25,7 @@ from pcr_ray.units import canonical_unit, try_unit_info
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
 AGGREGATES = ("last", "min", "mean", "prod")
+STOPS = ("first", "best")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class SearchConfig:
     stopping; max_backtracks: times a problem whose beams all died resumes from the best pruned alternatives;
     n_samples: N for best_of_n; render_values: steps shown to the PRM with their computed value (as in training);
     answer_selection: which answered trace is returned when there are several (n_complete > 1, best_of_n):
-    `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search_strategies/selection.py).
+    `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search_strategies/selection.py);
+    stop: when a PRM-ranked search ends once it holds n_complete answered traces: `first` at once, `best` only when
+    no live beam scores above the best answered trace (a weaker beam's answer does not end a better-scored path;
+    exact for `min` and `prod`, which never rise along a trace).
     """
 
     method: str = "nsprm"
@@ -57,12 +61,15 @@ class SearchConfig:
     render_values: bool = True
     log_candidates: bool = False
     answer_selection: str = "best"
+    stop: str = "first"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.answer_selection not in SELECTIONS:
             raise ValueError(f"answer_selection must be one of {SELECTIONS}, got {self.answer_selection!r}")
+        if self.stop not in STOPS:
+            raise ValueError(f"stop must be one of {STOPS}, got {self.stop!r}")
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
         for name in ("beam_width", "k", "max_steps", "n_complete", "n_samples"):

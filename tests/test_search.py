@@ -219,14 +219,17 @@ D1 = json.dumps({"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "
 D2 = json.dumps({"op": "mul", "args": {"x": "d", "y": 2}, "out": {"name": "d2", "unit": "m"}})
 
 
-def test_answers_are_scored_and_compete_with_steps() -> None:
-    def script(r: ProposalRequest, i: int) -> list[str]:
-        names = [s.out.name for s in r.steps]
-        if not names:
-            return [D1]
-        out = [json.dumps({"answer": [{"name": n, "unit": "m"}]}) for n in names]
-        return out + ([D2] if "d2" not in names else [])
+def _answer_or_double(r: ProposalRequest, i: int) -> list[str]:
+    """d first; then an answer for every quantity so far, and d2 = 2 d until it exists."""
+    names = [s.out.name for s in r.steps]
+    if not names:
+        return [D1]
+    out = [json.dumps({"answer": [{"name": n, "unit": "m"}]}) for n in names]
+    return out + ([D2] if "d2" not in names else [])
 
+
+def test_answers_are_scored_and_compete_with_steps() -> None:
+    script = _answer_or_double
     p = SearchProblem("car", CAR, CAR_GIVENS, "m", 50.0, "m")
     # the PRM prefers going on after d, and answering with d2: the search stops only when the answer wins
     # (the PRM sees canonical names: the trace's d and d2 render as d1 and d2)
@@ -243,6 +246,25 @@ def test_answers_are_scored_and_compete_with_steps() -> None:
     # verifier_only has no PRM to judge the stop: the first valid answer completes
     vo = run_search([p], ScriptedGenerator(script), None, SearchConfig(method="verifier_only", max_steps=4))[0]
     assert vo.answer_name == "d" and vo.n_scored == 0
+
+
+def test_stop_best_lets_a_better_scored_beam_finish() -> None:
+    p = SearchProblem("car", CAR, CAR_GIVENS, "m", 50.0, "m")
+    # beam 2 after d: going on to d2 (min 0.5) and answering d (min 0.2) are both kept
+    sc = RuleScorer([("answer: d2", 0.9), ("answer: d1 ", 0.2), ("d2 = mul", 0.6)])
+    cfg = {"method": "nsprm", "beam_width": 2, "max_steps": 4, "aggregate": "min"}
+    first = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg))[0]
+    assert first.answer_name == "d" and first.score == pytest.approx(0.2) and first.iterations == 2
+    # stop=best: the live d2 beam (0.5) outscores the answered trace (0.2), so the search goes on to answer d2
+    best = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg, stop="best"))[0]
+    assert best.answer_name == "d2" and best.answer_value == pytest.approx(50.0) and best.score == pytest.approx(0.5)
+    assert best.iterations == 3 and best.stop_reason == "answered"
+    # no live beam above the answer: stop=best stops where stop=first does
+    sc_low = RuleScorer([("answer: d1 ", 0.7), ("d2 = mul", 0.3)])
+    same = run_search([p], ScriptedGenerator(_answer_or_double), sc_low, SearchConfig(**cfg, stop="best"))[0]
+    assert same.answer_name == "d" and same.iterations == 2
+    with pytest.raises(ValueError, match="stop must be one of"):
+        SearchConfig(stop="never")
 
 
 def test_gold_givens_do_not_reveal_which_are_distractors() -> None:

@@ -7,7 +7,8 @@ with a PRM, answer declarations are scored like steps (`answer: x = v [unit]`, s
 and compete with the steps: the best B children by aggregate score (above the threshold) are kept, answers
 among them become completed traces and steps become the beams; the other steps go to a pruned pool that
 backtracking resumes from when every beam dies, the other answers are kept as a fallback for a search that
-ends without one. Without a PRM (verifier_only) the first valid answer in generator order completes.
+ends without one. The search stops with n_complete answered traces (`stop=best`: only once no live beam scores
+above the best of them). Without a PRM (verifier_only) the first valid answer in generator order completes.
 """
 
 from __future__ import annotations
@@ -256,9 +257,17 @@ def _finish(run: _Run, reason: str, now: float) -> None:
     run.t_done = now
 
 
+def _better_beam_lives(run: _Run, cfg: SearchConfig) -> bool:
+    """With stop='best': a live beam scores above every answered trace, so the search goes on."""
+    if cfg.stop == "first" or not cfg.uses_prm or not run.beams:
+        return False
+    best_done = max(score for score, _, _ in run.completed)
+    return max(trace_score(b, cfg.aggregate) for b in run.beams) > best_done
+
+
 def _after_step(run: _Run, cfg: SearchConfig, now: float) -> None:
     """Stop (answered / dead end / max steps) or backtrack to the best pruned alternatives."""
-    if len(run.completed) >= cfg.n_complete:
+    if len(run.completed) >= cfg.n_complete and not _better_beam_lives(run, cfg):
         _finish(run, "answered", now)
         return
     if run.beams:
