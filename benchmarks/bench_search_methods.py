@@ -129,15 +129,19 @@ def main() -> None:
     from pcr_ray.search import SearchConfig, run_search
     from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
 
-    ck = args.checkpoint or ensure_checkpoint("csp")
-    bk = args.baseline_checkpoint or ensure_checkpoint("random")
-    scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length,
-                                       int8_batched=args.int8_batched)
-    baseline_scorer = PRMScorer.from_checkpoint(bk, int8=not args.fp32, max_batch=64, max_length=args.max_length,
-                                                int8_batched=args.int8_batched)
+    def load(path: Any) -> Any:
+        return PRMScorer.from_checkpoint(path, int8=not args.fp32, max_batch=64, max_length=args.max_length,
+                                         int8_batched=args.int8_batched)
+
+    # with --oracle the NS-PRM is not needed, and the conventional one only for prm_only rows
+    ck = None if args.oracle else (args.checkpoint or ensure_checkpoint("csp"))
+    bk = (args.baseline_checkpoint or ensure_checkpoint("random")) if "prm_only" in args.methods else None
+    scorer = load(ck) if ck is not None else None
+    baseline_scorer = load(bk) if bk is not None else None
     out: dict[str, Any] = {"machine": machine_info(), "checkpoint": "gold_path_oracle" if args.oracle else str(ck),
-                           "baseline_checkpoint": str(bk),
-                           "prm_identity": scorer.identity, "args": vars(args), "datasets": {}}
+                           "baseline_checkpoint": str(bk) if bk is not None else None,
+                           "prm_identity": scorer.identity if scorer is not None else {"kind": "gold_path_oracle"},
+                           "args": vars(args), "datasets": {}}
     records = []
     for dataset, items in _problems(args).items():
         golds = [g for g, _ in items]

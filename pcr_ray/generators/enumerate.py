@@ -5,8 +5,11 @@ Typed mode applies each parameter's dimension constraint and the temperature rea
 mode tries every op over every argument combination and guesses the output unit, so that what separates
 `nsprm` from `prm_only` is the verifier, not the generator.
 Rules shared by both modes, so that the output is deterministic:
-- ops in name order; variadic ops in their two-argument form; ops with expression parameters are skipped;
-- a variable is never paired with itself, except in `mul` (a square);
+- ops in name order; variadic ops in their two-argument form, plus one binding x1..xN of all the variables of
+  each admissible dimension when there are 3 to 8 (three resistors in series in one step); ops with expression
+  parameters are skipped;
+- a variable is never paired with itself, except in `mul` (a square) and in a formula of 4+ parameters where it
+  is the only candidate of a parameter (one specific heat for both c1 and c2 of `mixing_temperature`);
 - commutative ops take their arguments in one order only;
 - `const` names are offered when the constant fills an exact-dimension parameter of some op whose other
   exact parameters are at hand (even when a variable of its dimension is given: g beside a braking
@@ -39,7 +42,7 @@ from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 from pcr_ray.naming import fresh_name
 from pcr_ray.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.primitives.constants import CONSTANTS, constant_dims
-from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME
+from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC_MAX
 from pcr_ray.temperature import checks_op, step_role
 from pcr_ray.trace import Out, Step
 from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
@@ -270,9 +273,13 @@ class EnumeratorGenerator:
                 yield dict(bound)
                 return
             p = params[order[j]]
-            for opt in self._options(p, variables, bound):
+            options = self._options(p, variables, bound)
+            for opt in options:
+                # one variable in two parameters only for mul (squares) and for a formula of 4+ parameters whose
+                # parameter has no other candidate (mixing_temperature: one specific heat fills c1 and c2)
                 if isinstance(opt, VarInfo) and prim.name != "mul" and any(
-                        isinstance(b, VarInfo) and b.name == opt.name for b in bound.values()):
+                        isinstance(b, VarInfo) and b.name == opt.name for b in bound.values()) \
+                        and not (len(options) == 1 and len(params) >= 4):
                     continue
                 bound[p.name] = opt
                 yield from rec(j + 1, bound)
@@ -286,6 +293,19 @@ class EnumeratorGenerator:
                     continue
                 seen_comm.add(key)
             yield {p.name: b[p.name] for p in params}
+        if prim.variadic:  # beyond the two-argument forms: every variable of one dimension at once
+            yield from self._all_of_a_dimension(prim, variables)
+
+    def _all_of_a_dimension(self, prim: Primitive, variables: list[VarInfo]):
+        """For a variadic op, one binding x1..xN of all the variables of each admissible dimension (3 <= N <= 8)."""
+        first = prim.params[0]
+        groups: dict[Dims, list[VarInfo]] = {}
+        for v in variables:
+            if v.dims is not None and (first.rkind != EXACT or v.dims == first.rdims):
+                groups.setdefault(v.dims, []).append(v)
+        for vs in groups.values():
+            if 3 <= len(vs) <= VARIADIC_MAX:
+                yield {f"x{i + 1}": v for i, v in enumerate(vs)}
 
     def _useful_consts(self, req: ProposalRequest, variables: list[VarInfo], defined: set[Any]) -> list[str]:
         text = req.problem_text.lower()
