@@ -299,9 +299,10 @@ class EnumeratorGenerator:
     def _all_of_a_dimension(self, prim: Primitive, variables: list[VarInfo]):
         """For a variadic op, one binding x1..xN of all the variables of each admissible dimension (3 <= N <= 8)."""
         first = prim.params[0]
+        wanted = {EXACT: first.rdims, DIMLESS: DIMENSIONLESS}.get(first.rkind)  # None: any one dimension
         groups: dict[Dims, list[VarInfo]] = {}
         for v in variables:
-            if v.dims is not None and (first.rkind != EXACT or v.dims == first.rdims):
+            if v.dims is not None and (wanted is None or v.dims == wanted):
                 groups.setdefault(v.dims, []).append(v)
         for vs in groups.values():
             if 3 <= len(vs) <= VARIADIC_MAX:

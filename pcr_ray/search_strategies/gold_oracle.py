@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pcr_ray.prm.render import render_context
+from pcr_ray.search import SearchProblem
 from pcr_ray.units import Dims, try_unit_info
 from pcr_ray.verifier import verify
 
@@ -51,10 +52,8 @@ def _same(a: tuple[float, Dims], b: tuple[float, Dims]) -> bool:
 
 def gold_path(problem: Any) -> GoldPath:
     """The GoldPath of a pcr_ray Problem (or its dict) with a gold trace; ValueError when it has none that verifies."""
-    from pcr_ray.search import SearchProblem
-
     sp = SearchProblem.from_problem(problem, givens="gold")
-    trace = problem["gold_trace"] if isinstance(problem, dict) else problem.gold_trace
+    trace = problem["gold_trace"] if isinstance(problem, Mapping) else problem.gold_trace
     v = verify(trace)
     if not v.ok or not v.answer:
         raise ValueError(f"problem {sp.id}: its gold trace does not verify to an answer ({v.first_failure})")
