@@ -6,9 +6,12 @@ PRM (same architecture, so the same speed); --checkpoint picks another. Also mea
 quantization) one pair per forward pass (the scorer's default) and batched (`int8_batched`), how far int8
 scores move from fp32, and how far a pair's batched int8 score moves between being scored alone and in a batch
 (dynamic quantization takes one activation scale per forward pass, padding included).
+With --train: training steps (forward, backward, AdamW) in fp32 against bfloat16 autocast (`train.precision`),
+same pairs, same run, alternated twice, and how far the bf16 loss is from the fp32 loss on the same batches.
 Writes benchmarks/results/bench_prm.json.
 
     .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64] [--checkpoint DIR]
+    .venv/bin/python benchmarks/bench_prm.py --train [--train-batches 8] --name bench_prm_train
 """
 
 from __future__ import annotations
@@ -56,6 +59,51 @@ def checkpoint(tmp: Path, given: str | None = None) -> tuple[Path, str]:
     return save_checkpoint(model, tok, tmp / "prm", PRMMeta(backbone="minilm")), "untrained MiniLM PRM"
 
 
+def train_rates(ck: Path, pairs: list[tuple[str, str]], batch_size: int, n_batches: int, max_length: int
+                ) -> dict[str, float]:
+    """Pairs/s of training steps in fp32 and under bf16 autocast on the same batches (best of two alternated
+    rounds each), and the mean relative gap between the two precisions' losses on the first step."""
+    import torch
+
+    from pcr_ray.prm.model import load_checkpoint
+    from pcr_ray.prm.train_loop import autocast, pair_logits, pair_loss
+
+    half = len(pairs) // 2
+    rows = [(pairs[i][0], pairs[i][1], pairs[half + i][1]) for i in range(half)]
+    batches = [{"context": [r[0] for r in rows[i:i + batch_size]], "pos_step": [r[1] for r in rows[i:i + batch_size]],
+                "neg_step": [r[2] for r in rows[i:i + batch_size]]}
+               for i in range(0, min(len(rows), batch_size * (n_batches + 1)), batch_size)][: n_batches + 1]
+    if len(batches) < 2:
+        raise SystemExit(f"--train needs at least {2 * batch_size} pairs (--pairs)")
+    device = torch.device("cpu")
+    best: dict[str, float] = {}
+    first_loss: dict[str, float] = {}
+    for _ in range(2):
+        for precision in ("fp32", "bf16"):
+            model, tok, _ = load_checkpoint(ck)
+            model.train()
+            torch.manual_seed(0)
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+            t0 = 0.0
+            for i, b in enumerate(batches):  # batch 0 warms up
+                if i == 1:
+                    t0 = time.perf_counter()
+                with autocast(precision, device):
+                    lp, ln = pair_logits(model, tok, b, max_length, device)
+                    loss = pair_loss(lp.float(), ln.float(), "pairwise")
+                if i == 0:
+                    first_loss[precision] = float(loss.detach())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            rate = sum(len(b["context"]) for b in batches[1:]) / (time.perf_counter() - t0)
+            best[precision] = max(best.get(precision, 0.0), rate)
+    return {"train_batch_size": batch_size, "train_batches": len(batches) - 1,
+            "train_fp32_pairs_per_s": round(best["fp32"], 2), "train_bf16_pairs_per_s": round(best["bf16"], 2),
+            "train_bf16_over_fp32": round(best["bf16"] / best["fp32"], 2),
+            "train_first_loss_rel_gap": round(abs(first_loss["bf16"] - first_loss["fp32"]) / first_loss["fp32"], 4)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=512)
@@ -64,7 +112,27 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=160)
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint folder (default: the cached csp one)")
     ap.add_argument("--name", default="bench_prm", help="result file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--train", action="store_true", help="measure training steps, fp32 against bf16 autocast, "
+                    "instead of scoring")
+    ap.add_argument("--train-batches", type=int, default=8, help="timed training steps per precision and round")
+    ap.add_argument("--train-batch-size", type=int, default=16, help="pairs per training step (train.batch_size)")
     args = ap.parse_args()
+    if args.train:
+        import torch
+
+        pairs, source = load_pairs(2 * args.train_batch_size * (args.train_batches + 1))
+        with tempfile.TemporaryDirectory() as tmp:
+            ck, ck_desc = checkpoint(Path(tmp), args.checkpoint)
+            res = {"machine": machine_info(), "torch_threads": torch.get_num_threads(), "pairs_source": source,
+                   "checkpoint": ck_desc, "max_length": args.max_length,
+                   **train_rates(ck, pairs, args.train_batch_size, args.train_batches, args.max_length)}
+        print(f"training, {res['train_batches']} steps of {res['train_batch_size']} pairs, {ck_desc}, "
+              f"{res['torch_threads']} torch threads")
+        print(f"fp32 : {res['train_fp32_pairs_per_s']:>7} pairs/s")
+        print(f"bf16 : {res['train_bf16_pairs_per_s']:>7} pairs/s  ({res['train_bf16_over_fp32']}x fp32; first-step "
+              f"loss within {100 * res['train_first_loss_rel_gap']:.2f}% of fp32's)")
+        write_result(args.name, res)
+        return
     import torch
 
     from pcr_ray.prm.model import encode_pairs
@@ -77,11 +145,13 @@ def main() -> None:
         q8 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True,
                                        int8_batched=True)
         q8p = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
+        b16 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, bf16=True)
         lengths = [len(x) for x in encode_pairs(batched.tokenizer, [p[0] for p in pairs], [p[1] for p in pairs],
                                                 args.max_length, pad=False)["input_ids"]]
         batched.score(pairs[:8])  # warm up
         q8.score(pairs[:8])
         q8p.score(pairs[:8])
+        b16.score(pairs[:8])
         t0 = time.perf_counter()
         single_scores = [batched.score([p])[0] for p in pairs[: args.single]]
         t_single = time.perf_counter() - t0
@@ -95,6 +165,10 @@ def main() -> None:
         t0 = time.perf_counter()
         q8p_scores = q8p.score(pairs)
         t_q8p = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        b16_scores = b16.score(pairs)
+        t_b16 = time.perf_counter() - t0
+        b16_single = [b16.score([p])[0] for p in pairs[: args.single]]
     max_diff = max(abs(a - b) for a, b in zip(single_scores, batch_scores, strict=False))
     q8_diff = statistics.fmean(abs(a - b) for a, b in zip(q8_scores, batch_scores, strict=True))
     q8_alone = [abs(a - b) for a, b in zip(q8_single, q8_scores, strict=False)]
@@ -102,6 +176,8 @@ def main() -> None:
     batch_rate = len(pairs) / t_batch
     q8_rate = len(pairs) / t_q8
     q8p_rate = len(pairs) / t_q8p
+    b16_rate = len(pairs) / t_b16
+    b16_alone = [abs(a - b) for a, b in zip(b16_single, b16_scores, strict=False)]
     res = {
         "machine": machine_info(), "torch_threads": torch.get_num_threads(), "pairs_source": source,
         "checkpoint": ck_desc, "pairs": len(pairs), "single_pairs": args.single, "max_batch": args.max_batch,
@@ -119,6 +195,14 @@ def main() -> None:
         "int8_per_pair_mean_abs_score_diff_vs_fp32": round(statistics.fmean(
             abs(a - b) for a, b in zip(q8p_scores, batch_scores, strict=True)), 4),
         "int8_per_pair_equals_scored_alone": q8p_scores[: args.single] == q8_single,
+        "bf16_batched_steps_per_s": round(b16_rate, 1), "bf16_over_fp32_batched": round(b16_rate / batch_rate, 2),
+        "bf16_over_int8_per_pair": round(b16_rate / q8p_rate, 2),
+        "bf16_mean_abs_score_diff_vs_fp32": round(statistics.fmean(
+            abs(a - b) for a, b in zip(b16_scores, batch_scores, strict=True)), 4),
+        "bf16_max_abs_score_diff_vs_fp32": round(max(abs(a - b) for a, b in zip(b16_scores, batch_scores,
+                                                                                strict=True)), 4),
+        "bf16_max_abs_score_diff_single_vs_batched": round(max(b16_alone), 4),
+        "bf16_mean_abs_score_diff_single_vs_batched": round(statistics.fmean(b16_alone), 5),
     }
     print(f"pairs: {len(pairs)} from {source}; mean {res['mean_tokens']} tokens; {ck_desc}; "
           f"{res['torch_threads']} torch threads")
@@ -128,6 +212,10 @@ def main() -> None:
           f"fp32; mean |score diff| {res['int8_per_pair_mean_abs_score_diff_vs_fp32']}; the default)")
     print(f"batched int8  : {res['batched_int8_steps_per_s']:>8} steps/s  ({res['int8_over_fp32_batched']}x fp32; "
           f"mean |score diff| {res['mean_abs_score_diff_int8_vs_fp32']})")
+    print(f"batched bf16  : {res['bf16_batched_steps_per_s']:>8} steps/s  ({res['bf16_over_fp32_batched']}x fp32, "
+          f"{res['bf16_over_int8_per_pair']}x int8 per pair; mean |score diff| "
+          f"{res['bf16_mean_abs_score_diff_vs_fp32']}, alone vs batched up to "
+          f"{res['bf16_max_abs_score_diff_single_vs_batched']})")
     print(f"max |score diff| one-at-a-time vs batched: fp32 {max_diff:.2e}; int8 "
           f"{res['int8_max_abs_score_diff_single_vs_batched']} "
           f"(mean {res['int8_mean_abs_score_diff_single_vs_batched']})")

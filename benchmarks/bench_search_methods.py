@@ -105,6 +105,8 @@ def main() -> None:
     ap.add_argument("--typed-cap", type=int, default=48)
     ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
+    ap.add_argument("--bf16", action="store_true", help="score batched under bfloat16 autocast instead of int8 "
+                    "(CPUs with AVX512-BF16 or AMX)")
     ap.add_argument("--int8-batched", action="store_true",
                     help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
                          "one-pair default were measured)")
@@ -130,8 +132,9 @@ def main() -> None:
     from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
 
     def load(path: Any) -> Any:
-        return PRMScorer.from_checkpoint(path, int8=not args.fp32, max_batch=64, max_length=args.max_length,
-                                         int8_batched=args.int8_batched)
+        return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16), max_batch=64,
+                                         max_length=args.max_length,
+                                         int8_batched=args.int8_batched, bf16=args.bf16)
 
     # with --oracle the NS-PRM is not needed, and the conventional one only for prm_only rows
     ck = None if args.oracle else (args.checkpoint or ensure_checkpoint("csp"))

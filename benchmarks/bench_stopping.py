@@ -116,6 +116,8 @@ def main() -> None:
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8, as the search benchmark)")
+    ap.add_argument("--bf16", action="store_true", help="score batched under bfloat16 autocast instead of int8 "
+                    "(CPUs with AVX512-BF16 or AMX)")
     ap.add_argument("--int8-batched", action="store_true",
                     help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
                          "one-pair default were measured)")
@@ -135,8 +137,9 @@ def main() -> None:
     sets = {name: _states(probs, args.cap) for name, probs in _problems(args).items()}
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
     for ck in args.checkpoints:
-        scorer = PRMScorer.from_checkpoint(ck, int8=not args.fp32, max_batch=64, max_length=args.max_length,
-                                           int8_batched=args.int8_batched)
+        scorer = PRMScorer.from_checkpoint(ck, int8=not (args.fp32 or args.bf16), max_batch=64,
+                                           max_length=args.max_length,
+                                           int8_batched=args.int8_batched, bf16=args.bf16)
         res = {}
         for name, states in sets.items():
             t0 = time.perf_counter()

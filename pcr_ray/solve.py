@@ -53,6 +53,7 @@ def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:
     return PRMScorer.from_checkpoint(path, device=str(prm_cfg.get("device", "cpu")),
                                      int8=bool(prm_cfg.get("int8", False)),
                                      int8_batched=bool(prm_cfg.get("int8_batched", False)),
+                                     bf16=bool(prm_cfg.get("bf16", False)),
                                      max_batch=int(prm_cfg.get("max_batch", 64)))  # the checkpoint's max_length
 
 

@@ -121,6 +121,19 @@ def test_int8_scores_depend_on_the_pair_alone_unless_batched(minilm_checkpoint):
     assert batched != alone and batched == pytest.approx(alone, abs=0.2)
 
 
+def test_bf16_scorer_runs_batched_under_autocast_close_to_fp32(minilm_checkpoint):
+    fp32 = PRMScorer.from_checkpoint(minilm_checkpoint)
+    b16 = PRMScorer.from_checkpoint(minilm_checkpoint, bf16=True)
+    assert b16.identity["bf16"] is True and fp32.identity["bf16"] is False
+    assert b16.pass_size == b16.max_batch  # batched like fp32
+    ref, got = fp32.logits(PAIRS), b16.logits(PAIRS)
+    assert got != ref  # bfloat16 arithmetic ran
+    assert max(abs(a - b) for a, b in zip(got, ref, strict=True)) < 0.1, (got, ref)
+    assert all(p.dtype == torch.float32 for p in b16.model.parameters())  # weights stay fp32
+    with pytest.raises(ValueError, match="not both"):
+        PRMScorer.from_checkpoint(minilm_checkpoint, int8=True, bf16=True)
+
+
 def test_checkpoint_folder_shape_and_errors(minilm_checkpoint, tmp_path):
     meta = read_meta(minilm_checkpoint)
     assert meta.backbone == "minilm" and meta.kind == "csp"

@@ -87,6 +87,29 @@ def test_pointwise_mode_and_time_budget(tiny, gen_pairs, tmp_path):
     assert (path / "prm.json").exists() and 0.0 <= m["val_pairwise_acc"] <= 1.0
 
 
+@pytest.mark.parametrize("loss", ["pairwise", "listwise"])
+def test_bf16_precision_trains_under_autocast_and_saves_fp32_weights(tiny, gen_pairs, tmp_path, loss):
+    """precision=bf16 runs the forward pass in bfloat16 (the weights then differ from the fp32 run's), follows
+    the fp32 run's loss closely, and keeps the weights and checkpoint in float32."""
+    import torch
+
+    from pcr_ray.prm.model import load_checkpoint
+
+    train, val = gen_pairs
+    cfg = {"backbone": str(tiny), "epochs": 1, "batch_size": 8, "max_length": 96, "lr": 1e-3, "seed": 2,
+           "loss": loss, "progress": False}
+    m32, p32 = train_local(train, val, tmp_path / "fp32", cfg)
+    m16, p16 = train_local(train, val, tmp_path / "bf16", {**cfg, "precision": "bf16"})
+    w32 = load_checkpoint(p32)[0].state_dict()
+    w16 = load_checkpoint(p16)[0].state_dict()
+    assert all(t.dtype == torch.float32 for t in w16.values() if t.is_floating_point())
+    assert any(not torch.equal(w32[k], w16[k]) for k in w32)  # bf16 arithmetic changed the updates
+    assert m16["train_pairs"] == m32["train_pairs"]
+    assert abs(m16["train_loss"] - m32["train_loss"]) < 0.05 * m32["train_loss"], (m16, m32)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainConfig.from_dict({**cfg, "precision": "fp16"})
+
+
 @pytest.mark.slow
 def test_short_minilm_training_learns(data_dir, tmp_path):
     """Real pairs (GSM8K gold traces, CSP negatives), real MiniLM: one short seeded epoch lowers the held-out loss

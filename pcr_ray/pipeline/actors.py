@@ -143,7 +143,7 @@ def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
 
         path = ensure_checkpoint(kind=str(prm_cfg.get("kind", "csp")))
     # max_length is not passed: a checkpoint scores at the length it was trained at (prm.max_length is training's)
-    kw = {k: prm_cfg[k] for k in ("device", "int8", "int8_batched", "max_batch") if prm_cfg.get(k) is not None}
+    kw = {k: prm_cfg[k] for k in ("device", "int8", "int8_batched", "bf16", "max_batch") if prm_cfg.get(k) is not None}
     return PRMScorer.from_checkpoint(path, **kw)
 
 

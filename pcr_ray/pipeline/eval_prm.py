@@ -75,7 +75,7 @@ class ScoreBatch:
     """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
 
     def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int | None = None,
-                 torch_threads: int = 0, int8_batched: bool = False) -> None:
+                 torch_threads: int = 0, int8_batched: bool = False, bf16: bool = False) -> None:
         if torch_threads > 0:
             import torch
 
@@ -83,7 +83,7 @@ class ScoreBatch:
         from pcr_ray.prm.scorer import PRMScorer
 
         self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched)
+                                                int8_batched=int8_batched, bf16=bf16)
 
     def __call__(self, batch: Any) -> Any:
         batch = batch.copy()
@@ -159,7 +159,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"no pairs to evaluate in {pairs_dir}/{split} (kinds {kinds})")
     texts = distinct_texts(df)
     kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
-          "int8_batched": bool(prm.get("int8_batched", False)),
+          "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
           "max_length": None}  # the length the checkpoint was trained at
     t1 = time.perf_counter()
     if use_ray:

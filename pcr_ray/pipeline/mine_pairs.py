@@ -42,7 +42,8 @@ class MineBatch:
     """map_batches UDF (an actor): loads the PRM once, mines a pandas batch of Problem rows."""
 
     def __init__(self, checkpoint: str, mine_cfg: MineConfig, int8: bool = True, max_batch: int = 64,
-                 max_length: int | None = None, torch_threads: int = 0, int8_batched: bool = False) -> None:
+                 max_length: int | None = None, torch_threads: int = 0, int8_batched: bool = False,
+                 bf16: bool = False) -> None:
         if torch_threads > 0:
             import torch
 
@@ -50,7 +51,7 @@ class MineBatch:
         from pcr_ray.prm.scorer import PRMScorer
 
         self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched)
+                                                int8_batched=int8_batched, bf16=bf16)
         self.cfg = mine_cfg
 
     def __call__(self, batch: Any) -> Any:
@@ -98,7 +99,8 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not problems:
         raise ValueError("no problems with gold traces in the configured sources and splits")
     kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),
-          "int8_batched": bool(prm.get("int8_batched", False)), "max_batch": int(prm.get("max_batch", 64)),
+          "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
+          "max_batch": int(prm.get("max_batch", 64)),
           "max_length": None}  # the length the checkpoint was trained at
     if bool(cfg.get("use_ray", True)):
         import ray

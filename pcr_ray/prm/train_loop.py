@@ -39,6 +39,7 @@ from pcr_ray.prm.model import (
 )
 
 LOSSES = ("pairwise", "pointwise", "listwise")
+PRECISIONS = ("fp32", "bf16")
 PRM_SUBDIR = "prm"
 STATE_FILE = "train_state.pt"
 Batch = Mapping[str, Sequence[Any]]
@@ -62,6 +63,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     freeze_embeddings: bool = True  # the word-embedding matrix (half of MiniLM's weights) stays fixed: faster steps
     max_length: int = 160
+    precision: str = "fp32"  # bf16: forward and loss under bfloat16 autocast (weights and optimizer stay fp32)
     seed: int = 0
     torch_threads: int = 0
     n_train: int = 0  # rows in the train set (for the LR schedule); LocalSession fills it in
@@ -76,6 +78,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError("epochs and batch_size must be >= 1")
 
@@ -153,6 +157,14 @@ def pair_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length
     logits = model(**model_inputs(inner, enc, device))
     n = len(ctx)
     return logits[:n], logits[n:]
+
+
+def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """bfloat16 autocast for `precision="bf16"` (CPUs with AVX512-BF16/AMX, Ampere+ GPUs: ~1.7x faster MiniLM
+    steps on this machine's CPU, `benchmarks/bench_prm.py --train`), else a no-op."""
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _steps_per_epoch(cfg: TrainConfig, world_size: int) -> int:
@@ -246,12 +258,13 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         elif cfg.group_window > 0:
             batches = length_grouped(batches, cfg.batch_size, cfg.group_window, f"{cfg.seed}|{epoch}")
         for b in batches:
-            if cfg.loss == "listwise":
-                lp, ln, group = list_logits(wrapped, tokenizer, b, cfg.max_length, device)
-                loss = listwise_loss(lp, ln, group)
-            else:
-                lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device)
-                loss = pair_loss(lp, ln, cfg.loss)
+            with autocast(cfg.precision, device):
+                if cfg.loss == "listwise":
+                    lp, ln, group = list_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                    loss = listwise_loss(lp.float(), ln.float(), group)
+                else:
+                    lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                    loss = pair_loss(lp.float(), ln.float(), cfg.loss)
             n_pairs = len(ln)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
