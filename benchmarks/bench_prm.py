@@ -62,7 +62,7 @@ def checkpoint(tmp: Path, given: str | None = None) -> tuple[Path, str]:
 def train_rates(ck: Path, pairs: list[tuple[str, str]], batch_size: int, n_batches: int, max_length: int
                 ) -> dict[str, float]:
     """Pairs/s of training steps in fp32 and under bf16 autocast on the same batches (best of two alternated
-    rounds each), and the mean relative gap between the two precisions' losses on the first step."""
+    rounds each), and the relative gap between the two precisions' losses on the first (untimed) step."""
     import torch
 
     from pcr_ray.prm.model import load_checkpoint
