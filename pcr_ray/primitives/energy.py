@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
-from pcr_ray.primitives._num import div, positive, reg, sqrt
-from pcr_ray.primitives.registry import Param
+from pcr_ray.primitives._num import div, positive, reg, require, sqrt, values_free
+from pcr_ray.primitives.registry import DomainError, OutRule, Param
+from pcr_ray.units import DIMENSIONLESS, Dims, dims_of_unit
 
 F = "energy"
 M, V, A, L, J, ANG = "kg", "m/s", "m/s^2", "m", "J", "dimensionless"
@@ -25,11 +28,39 @@ reg("power", F, [Param("w", J), Param("t", "s")], "W", lambda w, t: div(w, t, "p
     "P = W / t", "Average power: energy (work) per unit time.")
 reg("power_force_velocity", F, [Param("f", "N"), Param("v", V)], "W", lambda f, v: f * v, "P = F v",
     "Power delivered by a force F moving at speed v.")
-reg("efficiency", F, [Param("e_out"), Param("e_in", "=e_out")], "dimensionless",
-    lambda e_out, e_in: div(e_out, e_in, "efficiency: zero input"), "eta = E_out / E_in",
-    "Efficiency as a fraction: useful output over input (energy or power).")
-reg("useful_output", F, [Param("eta", "dimensionless"), Param("e_in")], "=e_in", lambda eta, e_in: eta * e_in,
-    "E_out = eta E_in", "Useful output from an input and an efficiency fraction.")
+_ENERGY_OR_POWER = (dims_of_unit(J), dims_of_unit("W"))
+
+
+def _energy_or_power(op: str, arg: str, out: Dims | None) -> OutRule:
+    """Output rule: `arg` must be an energy or a power (an efficiency is not a ratio of anything else)."""
+
+    def rule(dims: Mapping[str, Dims], _v: Mapping[str, Any]) -> Dims:
+        require(dims[arg] in _ENERGY_OR_POWER, f"{op}: '{arg}' must be an energy or a power (J or W)")
+        return out if out is not None else dims[arg]
+
+    return values_free(rule)
+
+
+def _efficiency(e_out: float, e_in: float) -> float:
+    eta = div(e_out, positive(e_in, "input energy or power"), "efficiency: zero input")
+    if eta < 0 or eta > 1:
+        raise DomainError(f"efficiency: {eta:.4g} is outside [0, 1]: the useful output cannot exceed the input "
+                          "(are e_out and e_in swapped?)")
+    return eta
+
+
+def _useful_output(eta: float, e_in: float) -> float:
+    if eta < 0 or eta > 1:
+        raise DomainError(f"useful_output: an efficiency must be a fraction in [0, 1] (got {eta:.4g})")
+    return eta * e_in
+
+
+reg("efficiency", F, [Param("e_out"), Param("e_in", "=e_out")], _energy_or_power("efficiency", "e_out", DIMENSIONLESS),
+    _efficiency, "eta = E_out / E_in",
+    "Efficiency as a fraction in [0, 1]: useful output over input (both energies or both powers).")
+reg("useful_output", F, [Param("eta", "dimensionless"), Param("e_in")],
+    _energy_or_power("useful_output", "e_in", None), _useful_output,
+    "E_out = eta E_in", "Useful output (energy or power) from an input and an efficiency fraction in [0, 1].")
 reg("speed_from_kinetic_energy", F, [Param("ke", J), Param("m", M)], V,
     lambda ke, m: sqrt(div(2 * ke, positive(m, "mass")), "kinetic energy must not be negative"),
     "v = sqrt(2 KE / m)", "Speed of mass m with kinetic energy KE.")
