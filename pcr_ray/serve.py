@@ -67,6 +67,7 @@ class ServeSettings:
     app_name: str = "pcr_ray"
     route_prefix: str = "/"
     int8: bool = False
+    bf16: bool = False  # score batched under bfloat16 autocast (not with int8)
     device: str = "cpu"
     scorer_max_batch: int = 64
     scorer_max_length: int | None = None  # None: the length the checkpoint was trained at
@@ -98,6 +99,8 @@ class ServeSettings:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
         if not (0 <= s.batch_wait_timeout_s <= 10):
             raise ValueError("batch_wait_timeout_s must be in [0, 10]")
+        if s.int8 and s.bf16:
+            raise ValueError("int8 and bf16 are two ways to score faster on CPU; set one of them (prm.int8 or prm.bf16)")
         return s
 
 
@@ -621,14 +624,14 @@ class PRMScorerDeployment:
 
     def __init__(self, checkpoint: str, max_batch_size: int = 32, batch_wait_timeout_s: float = 0.01,
                  int8: bool = False, device: str = "cpu", scorer_max_batch: int = 64,
-                 scorer_max_length: int | None = None, torch_threads: int = 0) -> None:
+                 scorer_max_length: int | None = None, torch_threads: int = 0, bf16: bool = False) -> None:
         if torch_threads > 0:
             import torch
 
             torch.set_num_threads(torch_threads)
         from pcr_ray.prm.scorer import PRMScorer
 
-        self.scorer = PRMScorer.from_checkpoint(checkpoint, device=device, int8=int8,
+        self.scorer = PRMScorer.from_checkpoint(checkpoint, device=device, int8=int8, bf16=bf16,
                                                 max_batch=scorer_max_batch, max_length=scorer_max_length)
         self._batched.set_max_batch_size(max_batch_size)
         self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
@@ -676,7 +679,8 @@ def build_from_settings(settings: ServeSettings) -> Any:
             # Serve's default (5 in flight per replica) would cap every batch at 5 requests
             max_ongoing_requests=max(_BATCHES_IN_FLIGHT * settings.max_batch_size, 16),
         ).bind(str(ckpt), settings.max_batch_size, settings.batch_wait_timeout_s, settings.int8,
-               settings.device, settings.scorer_max_batch, settings.scorer_max_length, settings.torch_threads)
+               settings.device, settings.scorer_max_batch, settings.scorer_max_length, settings.torch_threads,
+               settings.bf16)
     ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
                                      max_ongoing_requests=settings.max_ongoing_requests)
     return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None)

@@ -420,6 +420,35 @@ def test_settings_from_conf_and_cluster_config() -> None:
         build_app({"checkpoint": "/nonexistent/prm"})
 
 
+def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
+    """`prm.bf16=true` flows from the config to the PRM deployment, which then scores under bf16 autocast."""
+    import asyncio
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from pcr_ray.config import conf_dir
+    from pcr_ray.prm.scorer import PRMScorer
+    from pcr_ray.serve import PRMScorerDeployment, ServeSettings
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        on = compose(config_name="serve", overrides=["prm.bf16=true"])
+        both = compose(config_name="serve", overrides=["prm.bf16=true", "prm.int8=true"])
+    s = ServeSettings.from_mapping(OmegaConf.to_container(on, resolve=True))
+    assert s.bf16 and not s.int8 and not ServeSettings().bf16
+    with pytest.raises(ValueError, match="int8 and bf16"):
+        ServeSettings.from_mapping(OmegaConf.to_container(both, resolve=True))
+
+    replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16)
+    assert replica.info()["bf16"] is True and replica.info()["int8"] is False
+    pairs = expected_pairs("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", EXAMPLE)
+    served = asyncio.run(replica.coalescer.score([pairs]))[0]  # the replica's forward path (serve.batch needs Serve)
+    offline_bf16 = PRMScorer.from_checkpoint(checkpoint, bf16=True).score(pairs)
+    offline_fp32 = PRMScorer.from_checkpoint(checkpoint).score(pairs)
+    assert served == pytest.approx(offline_bf16, abs=1e-6)
+    assert served != pytest.approx(offline_fp32, abs=1e-7)  # the replica really scored in bf16
+
+
 def test_cli_prints_config(capsys: pytest.CaptureFixture[str]) -> None:
     from pcr_ray.serve import main
 
