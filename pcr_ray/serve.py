@@ -100,7 +100,7 @@ class ServeSettings:
         if not (0 <= s.batch_wait_timeout_s <= 10):
             raise ValueError("batch_wait_timeout_s must be in [0, 10]")
         if s.int8 and s.bf16:
-            raise ValueError("int8 and bf16 are two ways to score faster on CPU; set one of them (prm.int8 or prm.bf16)")
+            raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
         return s
 
 
