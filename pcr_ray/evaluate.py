@@ -64,7 +64,10 @@ def init_ray(rcfg: Mapping[str, Any]) -> str | None:
     if address:
         ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get(
             "log_to_driver", True)))
-    else:
+    else:  # no dashboard, hence no State API: the hook quiets what polls it (pcr_ray/ray_hooks.py)
+        from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
+
+        runtime_env = {**(runtime_env or {}), "worker_process_setup_hook": LOCAL_WORKER_SETUP_HOOK}
         ray.init(num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"), include_dashboard=False,
                  namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get("log_to_driver", True)),
                  configure_logging=False)

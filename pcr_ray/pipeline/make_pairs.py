@@ -82,11 +82,15 @@ def _init_ray(rcfg: Mapping[str, Any] | None) -> None:
 
     if ray.is_initialized():
         return
+    from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
+
     rcfg = dict(rcfg or {})
+    runtime_env: dict[str, Any] = {"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                                                "OMP_WAIT_POLICY": "PASSIVE"}}
+    if not rcfg.get("address"):  # a local Ray without dashboard (no State API): quiet what polls it
+        runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
     ray.init(address=rcfg.get("address"), num_cpus=rcfg.get("num_cpus"), include_dashboard=False,
-             log_to_driver=bool(rcfg.get("log_to_driver", True)),
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                                       "OMP_WAIT_POLICY": "PASSIVE"}})
+             log_to_driver=bool(rcfg.get("log_to_driver", True)), runtime_env=runtime_env)
 
 
 def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,43 @@
+"""The local Ray pcr_ray starts runs the worker setup hook in tasks and in detached actors (Ray Train's cleaner)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import logging
+    import ray
+    from pcr_ray.pipeline.make_pairs import _init_ray
+    from pcr_ray.ray_hooks import TRAIN_CLEANER_LOGGER
+
+    _init_ray({"num_cpus": 1})
+
+    def level():
+        return logging.getLogger(TRAIN_CLEANER_LOGGER).getEffectiveLevel()
+
+    @ray.remote(num_cpus=0)
+    class Detached:
+        def level(self):
+            return level()
+
+    task = ray.get(ray.remote(num_cpus=0)(level).remote())
+    actor = Detached.options(lifetime="detached", name="hook_probe").remote()
+    print("levels", task, ray.get(actor.level.remote()), level())
+    ray.kill(actor)
+    ray.shutdown()
+""")
+
+
+@pytest.mark.slow
+def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
+    """A fresh local Ray (its own process: the test session's Ray is already up) from `_init_ray`."""
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("levels"))
+    task, actor, driver = (int(x) for x in line.split()[1:])
+    assert task == actor == 40  # logging.ERROR in the workers, detached actors included
+    assert driver < 40  # the driver's own logging is untouched
