@@ -12,7 +12,8 @@ and silently wrong. This module tracks the role of each variable and checks the 
 - reading - reading is a change; reading +/- change is a reading; change +/- change is a change;
   reading + reading and change - reading are errors (pint raises on them too); the mean of readings is a reading;
 - ops that return a temperature say which one (`temperature_change` a change, `mixing_temperature` and
-  `ideal_gas_temperature` readings); anything else gives an unknown role, which is never an error.
+  `ideal_gas_temperature` readings); anything else gives an unknown role, which is never an error;
+- an answer keeps its role: a change is not requested in degC or degF, a reading not in delta_degC.
 
 Unknown roles keep the check conservative: it rejects only what is wrong whatever the kelvin values mean.
 """
@@ -48,6 +49,20 @@ def given_role(unit: str) -> str:
     if "delta_" in unit:
         return CHANGE
     return READING if info.offset != 0.0 else UNKNOWN
+
+
+def answer_role_error(role: str, unit: str) -> str:
+    """Why an answer of this temperature role cannot be requested in `unit` ('' when it can): a change (the
+    difference of two readings) is not a reading in degC or degF (58 degC printed for a 58 K difference), and a
+    reading is not a change in delta_degC. Kelvin, and any variable of unknown role, serve both."""
+    asked = given_role(unit)
+    if role == CHANGE and asked == READING:
+        return (f"is a temperature change (a difference of readings), but '{unit}' asks for a temperature reading; "
+                f"answer the reading the problem asks for, or request the change in K or delta_{unit}")
+    if role == READING and asked == CHANGE:
+        return (f"is a temperature reading, but '{unit}' asks for a temperature change; answer the difference of "
+                f"two readings, or request the reading in K or {unit.replace('delta_', '')}")
+    return ""
 
 
 @lru_cache(maxsize=1)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pcr_ray.primitives import REGISTRY, DimError, DomainError, Primitive, families
 from pcr_ray.primitives.registry import VARIADIC_MAX
-from pcr_ray.temperature import CHANGE, checks_op, given_role, step_role
+from pcr_ray.temperature import CHANGE, answer_role_error, checks_op, given_role, step_role
 from pcr_ray.trace import NAME_RE, Answer, Given, Step, Trace, parse_step, parse_trace
 from pcr_ray.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, unit_info
 
@@ -48,6 +48,8 @@ CODES: dict[str, tuple[str, str]] = {
     "no_answer": (COHERENCE, "the trace declares no answer"),
     "answer_undefined": (COHERENCE, "an answer names a variable that does not exist"),
     "answer_unit_mismatch": (COHERENCE, "an answer is requested in a unit of the wrong dimension"),
+    "answer_temperature_role": (COHERENCE, "a temperature change answered in a reading's unit (degC, degF), or "
+                                           "a reading in a change's unit (delta_degC)"),
 }
 
 
@@ -523,6 +525,10 @@ def check_answer(state: VerifierState,
         if u.dims != v.dims:
             diags.append(_diag(None, "answer_unit_mismatch", f"answer '{a.name}' is {format_dims(v.dims)}, "
                                                              f"but '{unit}' is {format_dims(u.dims)}"))
+            continue
+        role_msg = answer_role_error(v.temp, unit)
+        if role_msg:
+            diags.append(_diag(None, "answer_temperature_role", f"answer '{a.name}' {role_msg}"))
             continue
         shown = u.from_base(v.base) if v.temp != CHANGE else v.base / u.scale  # a change: no offset
         if not math.isfinite(shown):

@@ -100,6 +100,9 @@ def test_exponents_and_ranges_are_not_numbers():
     ("... How many eggs are left?", "egg", "item"),
     ("... What is the current (in mA)?", "mA", "A"),
     ("... What percentage of the class passed?", None, "percent"),
+    ("... What is the final temperature in °C?", "degC", "K"),
+    ("... By how much does the temperature rise, in °C?", "delta_degC", "K"),
+    ("... What is the temperature change of the water (in degrees Fahrenheit)?", "delta_degF", "K"),
 ])
 def test_target(text, unit, dims_of):
     t = extract_target(text)
@@ -107,6 +110,7 @@ def test_target(text, unit, dims_of):
     if unit:
         assert unit_info(t.unit).dims == unit_info(unit).dims and math.isclose(
             unit_info(t.unit).scale, unit_info(unit).scale), (text, t)
+        assert ("delta_" in t.unit) == ("delta_" in unit), (text, t)  # a change, or a reading
 
 
 def test_unknown_target():

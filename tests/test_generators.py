@@ -179,6 +179,20 @@ def test_a_bare_constant_load_is_not_offered_as_the_answer() -> None:
     assert answers == ["a2"]
 
 
+def test_a_temperature_change_is_not_offered_as_a_reading_answer() -> None:
+    givens = (Given("T1", 76, "degC", "hot water"), Given("T2", 18, "degC", "cold water"))
+    dt = Step("sub", {"x": "T1", "y": "T2"}, Out("dT", "K"), 58.0)
+    tf = Step("mean", {"x1": "T1", "x2": "T2"}, Out("Tm", "degC"), 47.0)
+
+    def answers(target: str) -> list[str]:
+        req = ProposalRequest("mix", "What is the final temperature?", givens, (dt, tf), target_unit=target)
+        return [json.loads(c)["answer"][0]["name"] for c in EnumeratorGenerator().propose([req])[0] if "answer" in c]
+
+    assert answers("degC") == ["Tm"]  # the mean of two readings is a reading; the difference is a change
+    assert answers("delta_degC") == ["dT"]
+    assert answers("K") == ["Tm", "dT"]  # kelvin serves both
+
+
 def test_head_per_op_spreads_the_capped_head_over_ops() -> None:
     givens = tuple(Given(f"x{i}", i + 1.5, "dimensionless") for i in range(5)) + CAR_GIVENS
     req = ProposalRequest("many", "numbers", givens, target_unit="m")

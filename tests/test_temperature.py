@@ -55,11 +55,14 @@ def test_heating_by_the_difference_verifies_and_by_a_reading_does_not() -> None:
 
 def test_a_change_in_an_offset_unit_converts_without_the_offset() -> None:
     t = {"givens": KETTLE_GIVENS, "steps": [_step("sub", {"x": "T2", "y": "T1"}, "dT", "degC")],
-         "answer": [{"name": "dT", "unit": "degF"}]}
+         "answer": [{"name": "dT", "unit": "delta_degF"}]}
     v = verify(t)
     assert v.ok, v.format_text()
     assert v.steps[0].value == pytest.approx(90)  # not 90 - 273.15
-    assert v.answer[0].value == pytest.approx(162)  # a 90 K change is 162 degF, not 162 - 459.67 + ...
+    assert v.answer[0].value == pytest.approx(162)  # a 90 K change is 162 delta_degF, not 162 - 459.67 + ...
+    # asked in degF (a reading's unit), the change is refused rather than printed as '162 degF'
+    t["answer"] = [{"name": "dT", "unit": "degF"}]
+    assert [d.code for d in verify(t).diagnostics] == ["answer_temperature_role"]
     # a reading keeps its offset: T2 + (T2 - T1) = 190 degC
     t["steps"].append(_step("add", {"x": "T2", "y": "dT"}, "T3", "degC"))
     t["answer"] = [{"name": "T3", "unit": "degC"}]

@@ -121,11 +121,21 @@ ERROR_CASES = [
      lambda t: (t["givens"].extend([g("eta", 0.5), g("T_in", 300, "K")]),
                 t["steps"].append(s("useful_output", {"eta": "eta", "e_in": "T_in"}, "T_out", "K"))), "unit_mismatch",
      "units"),
+    ("relative velocity of two masses",
+     lambda t: (t["givens"].extend([g("m1", 2, "kg"), g("m2", 3, "kg")]),
+                t["steps"].append(s("relative_velocity", {"va": "m1", "vb": "m2"}, "v_rel", "kg"))), "unit_mismatch",
+     "units"),
     ("temperature reading as a change", lambda t: _heat_with(t, "T1"), "temperature_reading_as_change", "units"),
     ("temperature change as a reading",
      lambda t: (_temperatures(t), t["steps"].insert(0, s("sub", {"x": "T2", "y": "T1"}, "dT", "K")),
                 t["steps"].insert(1, s("carnot_efficiency", {"t_cold": "dT", "t_hot": "T2"}, "eta"))),
      "temperature_change_as_reading", "units"),
+    ("temperature change answered as a reading",
+     lambda t: (_temperatures(t), t["steps"].append(s("sub", {"x": "T2", "y": "T1"}, "dT", "degC")),
+                t.update(answer=[{"name": "dT", "unit": "degC"}])), "answer_temperature_role", "coherence"),
+    ("temperature reading answered as a change",
+     lambda t: (_temperatures(t), t.update(answer=[{"name": "T2", "unit": "delta_degC"}])),
+     "answer_temperature_role", "coherence"),
     ("two temperature readings added",
      lambda t: (_temperatures(t), t["steps"].insert(0, s("add", {"x": "T1", "y": "T2"}, "TT", "K"))),
      "temperature_reading_arithmetic", "units"),
@@ -204,6 +214,21 @@ def test_temperature_offsets():
     # adding two readings is refused, as pint refuses degC + degC (tests/test_temperature.py has the rest)
     t["steps"] = [s("add", {"x": "T", "y": "T"}, "T2", "K")]
     assert [d.code for d in verify(t).diagnostics] == ["temperature_reading_arithmetic"]
+
+
+@pytest.mark.parametrize("unit,value,ok", [("K", 58.0, True), ("delta_degC", 58.0, True), ("delta_degF", 104.4, True),
+                                           ("degC", None, False), ("degF", None, False)])
+def test_temperature_change_answer_keeps_its_role(unit, value, ok):
+    """76 degC - 18 degC is a 58 K change: answered in K or delta units, never as the reading '58 degC'."""
+    t = tr([g("T1", 76, "degC"), g("T2", 18, "degC")], [s("sub", {"x": "T1", "y": "T2"}, "dT", "K")],
+           [{"name": "dT", "unit": unit}])
+    v = verify(t)
+    assert v.ok is ok, v.format_text()
+    if ok:
+        assert v.answer[0].value == pytest.approx(value)
+    else:
+        assert [d.code for d in v.diagnostics] == ["answer_temperature_role"]
+        assert "temperature change" in v.diagnostics[0].message and "delta_" in v.diagnostics[0].message
 
 
 def test_currency_and_counts():

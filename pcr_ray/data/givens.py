@@ -587,6 +587,15 @@ _IMPLIED: tuple[tuple[str, str], ...] = (
 _IMPLIED_RE = tuple((re.compile(p, re.IGNORECASE), u) for p, u in _IMPLIED)
 
 
+# a question that asks a temperature change: its unit in degC/degF means delta_degC/delta_degF (the verifier
+# refuses a change answered as a reading, and a reading as a change)
+_ASKS_CHANGE_RE = re.compile(
+    r"\bby\s+how\s+(?:much|many\s+degrees)|\bhow\s+many\s+degrees\s+(?:warmer|colder|hotter|cooler|higher|lower)|"
+    r"\btemperature\s+(?:rise|increase|change|drop|decrease|difference|fall|gain)|"
+    r"\b(?:rise|increase|change|drop|decrease|difference|fall|gain)\s+(?:in|of)\s+(?:the\s+)?temperature",
+    re.IGNORECASE)
+
+
 def _question_part(text: str) -> str:
     """The sentence(s) that ask: the last sentence with a '?', or the last sentence."""
     sents = re.split(r"(?<=[.?!])\s+", text.strip())
@@ -613,6 +622,8 @@ def extract_target(text: str) -> Target:
             return Target("percent", DIMENSIONLESS, q[m.start():m.end() + 8].strip())
         info = try_unit_info(u)
         if info is not None:
+            if u in ("degC", "degF") and _ASKS_CHANGE_RE.search(q):
+                u = f"delta_{u}"  # 'by how much does the temperature rise, in °C?' asks a change, not a reading
             return Target(u, info.dims, q[m.start():].strip()[:60])
     for pat, u in _IMPLIED_RE:
         m = pat.search(q)

@@ -21,8 +21,8 @@ Rules shared by both modes, so that the output is deterministic:
   that order, at most `head_per_op` per op before the rest of the head, and the rest is a seeded sample
   (seed from the request seed, problem id and step number);
 - answer declarations come first: {"answer": [{name, unit}]} for each step output (not a bare constant load)
-  that has the target's dimension (typed; any output when blind) and whose computation covers every nonzero given
-  (`answer_coverage='all'`), or every step output (`'any'`).
+  that has the target's dimension and temperature role (typed; any output when blind) and whose computation
+  covers every nonzero given (`answer_coverage='all'`), or every step output (`'any'`).
 Full mode (best-of-N) samples seeded rollouts from these candidates until an answer declaration is possible.
 """
 
@@ -43,7 +43,7 @@ from pcr_ray.naming import fresh_name
 from pcr_ray.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.primitives.constants import CONSTANTS, constant_dims
 from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC_MAX
-from pcr_ray.temperature import checks_op, step_role
+from pcr_ray.temperature import answer_role_error, checks_op, step_role
 from pcr_ray.trace import Out, Step
 from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 
@@ -359,6 +359,8 @@ class EnumeratorGenerator:
                 continue
             if self.answer_coverage == "all" and not needed <= deps.get(v.name, set()):
                 continue
+            if self.typed and req.target_unit and answer_role_error(v.temp, req.target_unit):
+                continue  # a temperature change asked as a reading (or the reverse): the verifier rejects it
             res.append({"answer": [{"name": v.name, "unit": req.target_unit or v.unit}]})
         return res
 

@@ -98,7 +98,7 @@ reg("velocity_x", F, [Param("v", V), Param("theta", ANG)], V, lambda v, theta: v
     "v cos(theta)", "Horizontal component of a velocity at angle theta above the horizontal.")
 reg("velocity_y", F, [Param("v", V), Param("theta", ANG)], V, lambda v, theta: v * math.sin(theta),
     "v sin(theta)", "Vertical component of a velocity at angle theta above the horizontal.")
-reg("relative_velocity", F, [Param("va"), Param("vb", "=va")], "=va", lambda va, vb: va - vb, "va - vb",
+reg("relative_velocity", F, [Param("va", V), Param("vb", V)], V, lambda va, vb: va - vb, "va - vb",
     "Velocity of A relative to B (along one line).")
 reg("angular_velocity", F, [Param("v", V), Param("r", D_)], "1/s",
     lambda v, r: div(v, r, "angular_velocity: zero radius"), "omega = v / r",
