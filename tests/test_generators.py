@@ -193,6 +193,28 @@ def test_a_temperature_change_is_not_offered_as_a_reading_answer() -> None:
     assert answers("K") == ["Tm", "dT"]  # kelvin serves both
 
 
+def test_head_share_and_prefer_newest_shape_the_capped_list() -> None:
+    with pytest.raises(ValueError, match="head_share"):
+        EnumeratorGenerator(head_share=1.5)
+    v = Step("mul", {"x": "a", "y": "t"}, Out("v1", "m/s"), 10.0)
+    req = _req(steps=(v,))
+    # all of the cap in priority order: no sampled tail, so the request seed changes nothing
+    full = [EnumeratorGenerator(cap=24, head_share=1.0, seed=s).propose([req])[0] for s in (0, 1)]
+    assert full[0] == full[1]
+    half = [EnumeratorGenerator(cap=24, seed=s).propose([req])[0] for s in (0, 1)]
+    assert half[0] != half[1] and half[0][:12] == half[1][:12]
+
+    # after v1 and d1, both unused: plain order ranks them alike, prefer_newest puts steps from d1 first
+    d = Step("kin_displacement", {"v0": "v0", "a": "a", "t": "t"}, Out("d1", "m"), 25.0)
+    later = _req(steps=(v, d))
+
+    def from_d1_in_top20(gen: EnumeratorGenerator) -> int:
+        return sum("d1" in c["args"].values() for c in _steps(gen.propose([later])[0])[:20])
+
+    assert from_d1_in_top20(EnumeratorGenerator(cap=10**6)) == 11
+    assert from_d1_in_top20(EnumeratorGenerator(cap=10**6, prefer_newest=True)) == 20
+
+
 def test_head_per_op_spreads_the_capped_head_over_ops() -> None:
     givens = tuple(Given(f"x{i}", i + 1.5, "dimensionless") for i in range(5)) + CAR_GIVENS
     req = ProposalRequest("many", "numbers", givens, target_unit="m")

@@ -16,10 +16,11 @@ Rules shared by both modes, so that the output is deterministic:
   acceleration), or when a hint word of a dimensionless constant is in the text;
 - dimensionless parameters may also take the configured literals;
 - candidates by the number of variables not used yet plus the op's exact-dimension parameters (domain formulas
-  before generic arithmetic), then fewer literals, constant loads last; beyond `cap`, constant loads are all
-  kept (few, and a prerequisite of the formulas that need them) after a head of half the remaining cap in
-  that order, at most `head_per_op` per op before the rest of the head, and the rest is a seeded sample
-  (seed from the request seed, problem id and step number);
+  before generic arithmetic; with `prefer_newest`, one more for a step that uses the last step's output), then
+  fewer literals, constant loads last; beyond `cap`, constant loads are all kept (few, and a prerequisite of the
+  formulas that need them) after a head of `head_share` of the remaining cap in that order, at most
+  `head_per_op` per op before the rest of the head, and the rest is a seeded sample (seed from the request
+  seed, problem id and step number);
 - answer declarations come first: {"answer": [{name, unit}]} for each step output (not a bare constant load)
   that has the target's dimension and temperature role (typed; any output when blind) and whose computation
   covers every nonzero given (`answer_coverage='all'`), or every step output (`'any'`).
@@ -82,6 +83,8 @@ class EnumeratorGenerator:
     rollout_max_steps: int = 6
     max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
     head_per_op: int = 1  # >0: the capped head takes at most this many per op before the rest by priority
+    head_share: float = 0.5  # beyond the cap: this share of it in priority order, the rest a seeded sample
+    prefer_newest: bool = False  # rank a step that uses the last step's output one place higher
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
@@ -90,6 +93,9 @@ class EnumeratorGenerator:
             raise ValueError(f"answer_coverage must be 'all' or 'any', got {self.answer_coverage!r}")
         if self.cap < 1:
             raise ValueError("cap must be >= 1")
+        if not 0.0 <= self.head_share <= 1.0:
+            raise ValueError(f"head_share must be in [0, 1] (the share of the cap taken in priority order), "
+                             f"got {self.head_share}")
         self.literals = tuple(float(x) for x in self.literals)
         names = sorted(REGISTRY) if self.ops is None else [o for o in self.ops if o in REGISTRY]
         if self.families is not None:
@@ -101,7 +107,7 @@ class EnumeratorGenerator:
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
         known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
-                 "max_per_op", "head_per_op"}
+                 "max_per_op", "head_per_op", "head_share", "prefer_newest"}
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
@@ -153,7 +159,7 @@ class EnumeratorGenerator:
         loads = [c for c in cands if c.obj["op"] == "const"]  # kept whatever the cap, after the head
         cands = [c for c in cands if c.obj["op"] != "const"]
         cap = max(self.cap - len(loads), 2)
-        head = cap // 2
+        head = int(cap * self.head_share)
         if self.head_per_op > 0:  # spread the head over ops: one op's many bindings cannot fill it
             per_op: dict[str, int] = {}
             first: list[int] = []
@@ -183,6 +189,7 @@ class EnumeratorGenerator:
         cands: list[_Cand] = []
         seen: set[str] = set()
         n_exact = {p.name: sum(1 for q in p.params if q.kind == "var" and q.rkind == EXACT) for p in self._prims}
+        newest = req.steps[-1].out.name if self.prefer_newest and req.steps else None
         roles = {v.name: v.temp for v in variables}
         role_of = roles.get
         for order, prim in enumerate(self._prims):
@@ -207,6 +214,8 @@ class EnumeratorGenerator:
                 if self.typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
                     continue  # a temperature reading where a change belongs, or the reverse
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
+                if newest is not None and any(isinstance(b, VarInfo) and b.name == newest for b in binding.values()):
+                    n_unused += 1  # continues from the last step: where a chain of formulas goes next
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
                 obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
                 cands.append(_Cand((-n_unused - n_exact[prim.name], n_lit, order, key), obj))
