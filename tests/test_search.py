@@ -267,6 +267,25 @@ def test_stop_best_lets_a_better_scored_beam_finish() -> None:
         SearchConfig(stop="never")
 
 
+def test_tie_break_last_lets_a_better_scored_step_beat_an_early_answer() -> None:
+    p = SearchProblem("car", CAR, CAR_GIVENS, "m", 50.0, "m")
+    # d scores 0.1: under `min` every child of it ties at 0.1, whatever the PRM thinks of the child itself
+    sc = RuleScorer([("d1 = kin_displacement", 0.1), ("answer: d2", 0.9), ("answer: d1 ", 0.3), ("d2 = mul", 0.8)])
+    cfg = {"method": "greedy", "max_steps": 4, "aggregate": "min"}
+    by_rank = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg))[0]
+    assert by_rank.answer_name == "d" and by_rank.answer_value == pytest.approx(25.0)  # answers come first
+    by_last = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg, tie_break="last"))[0]
+    assert by_last.answer_name == "d2" and by_last.answer_value == pytest.approx(50.0)
+    assert by_last.score == pytest.approx(0.1) and by_last.iterations == 3
+    # no tie (aggregate last): the two settings choose alike
+    same = [run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**{**cfg, "aggregate": "last"},
+                                                                                   tie_break=t))[0].answer_name
+            for t in ("rank", "last")]
+    assert same == ["d2", "d2"]
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        SearchConfig(tie_break="random")
+
+
 def test_gold_givens_do_not_reveal_which_are_distractors() -> None:
     probs = [p for p in generate_problems(60, seed=2)
              if any(g["desc"].startswith("not needed") for g in p.gold_trace["givens"])]

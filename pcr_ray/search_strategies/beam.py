@@ -198,23 +198,24 @@ def trace_score(beam: Beam, how: str) -> float:
 
 def _select(run: _Run, children: list[_Child], cfg: SearchConfig) -> None:
     """The top-B children by aggregate (threshold, dedupe): answers among them complete, steps become beams."""
-    ranked: list[tuple[float, int, _Child]] = []
+    ranked: list[tuple[float, float, int, _Child]] = []
     for ch in children:
         if not cfg.uses_prm:
             if ch.is_answer:  # no PRM to judge the stop: the first valid answer completes
                 run.completed.append((-float(ch.beam.rank), ch.beam.rank, ch.beam))
             else:
-                ranked.append((-float(ch.beam.rank), ch.beam.rank, ch))
+                ranked.append((-float(ch.beam.rank), 0.0, ch.beam.rank, ch))
             continue
         last = ch.beam.answer_score if ch.is_answer else ch.beam.scores[-1]
         if last is None or last < cfg.threshold:
             run.counts["below_threshold"] += 1
             continue
-        ranked.append((trace_score(ch.beam, cfg.aggregate), ch.beam.rank, ch))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
+        tie = -last if cfg.tie_break == "last" else 0.0
+        ranked.append((trace_score(ch.beam, cfg.aggregate), tie, ch.beam.rank, ch))
+    ranked.sort(key=lambda t: (-t[0], t[1], t[2]))
     kept: list[Beam] = []
     slots = 0
-    for score, rank, ch in ranked:
+    for score, _, rank, ch in ranked:
         beam = ch.beam
         if ch.is_answer:
             if slots < cfg.beam_width:
