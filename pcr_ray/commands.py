@@ -74,7 +74,8 @@ def primitives_markdown() -> str:
         "delta_degF a change, one in K either. Parameters named `delta_t` take changes; the other temperature",
         "parameters (gas laws, Carnot, radiation) take readings. reading - reading is a change, reading +/- change",
         "a reading; reading + reading is refused. A change declared in degC or degF converts without the offset",
-        "(pcr_ray/temperature.py).",
+        "(pcr_ray/temperature.py); an answer keeps its role: a change is answered in K or delta_degC/delta_degF,",
+        "a reading in K or degC/degF.",
         "",
     ]
     for fam in families():
