@@ -193,7 +193,12 @@ def grade_numeric(pred: Any, gold: Any, *, unit: str = "", pred_unit: str | None
             return GradeResult(False, f"wrong dimension: {p_unit!r} is not convertible to {g_unit!r}", p_val, g_val)
         else:
             try:
-                p_val = g_info.from_base(p_info.to_base(p_val * p_scale))
+                if "delta_" in p_unit2 or "delta_" in g_unit:
+                    # a temperature change: by the scales alone (a dataset's '°C' on a 'by how much' answer is a
+                    # change too, and 58 delta_degC is 58 °C of difference, not -215.15 °C)
+                    p_val = p_val * p_scale * p_info.scale / g_info.scale
+                else:
+                    p_val = g_info.from_base(p_info.to_base(p_val * p_scale))
             except (UnitError, ArithmeticError):
                 return GradeResult(False, "unit conversion failed", p_val, g_val)
             if p_unit2 != g_unit:

@@ -211,7 +211,7 @@ def test_head_share_and_prefer_newest_shape_the_capped_list() -> None:
     def from_d1_in_top20(gen: EnumeratorGenerator) -> int:
         return sum("d1" in c["args"].values() for c in _steps(gen.propose([later])[0])[:20])
 
-    assert from_d1_in_top20(EnumeratorGenerator(cap=10**6)) == 11
+    assert from_d1_in_top20(EnumeratorGenerator(cap=10**6)) < 15  # 11 when measured: v1's steps mix in
     assert from_d1_in_top20(EnumeratorGenerator(cap=10**6, prefer_newest=True)) == 20
 
 

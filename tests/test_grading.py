@@ -33,6 +33,11 @@ NUMERIC: list[tuple[object, object, dict, bool]] = [
     ("0.5 kg", 500, {"unit": "g"}, True),
     ("3 kJ", 3000, {"unit": "J"}, True),
     ("300 K", 26.85, {"unit": "degC"}, True),
+    # a temperature change: scales only, whichever side names it delta (a gold '58 °C' for 'by how much')
+    (58, 58, {"unit": "degC", "pred_unit": "delta_degC"}, True),
+    (10, 18, {"unit": "delta_degF", "pred_unit": "delta_degC"}, True),
+    (10, 18, {"unit": "delta_degF", "pred_unit": "K"}, True),
+    (58, 58 - 273.15, {"unit": "degC", "pred_unit": "delta_degC"}, False),
     ("1.6e-19 J", 1.6, {"unit": "10^{-19} J"}, True),
     ("1.6", 1.6, {"unit": "10^{-19} \\mathrm{~J}"}, True),
     ("-0.16 mm", -0.16, {"unit": "\\mathrm{~mm}"}, True),

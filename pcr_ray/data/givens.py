@@ -396,8 +396,8 @@ def _word_value(m: re.Match[str]) -> float:
 
 
 # 'heated by 20 °C', 'a rise of 15 °C': the temperature after these is a change (delta_degC), not a reading
-_CHANGE_BEFORE_RE = re.compile(r"(?:\bby|\b(?:rise|increase|change|drop|decrease|difference|fall|gain)\s+of)\s*$",
-                               re.IGNORECASE)
+_CHANGE_WORDS = r"(?:rise|increase|change|drop|decrease|difference|fall|gain)"
+_CHANGE_BEFORE_RE = re.compile(rf"(?:\bby|\b{_CHANGE_WORDS}\s+of)\s*$", re.IGNORECASE)
 
 
 def scan_quantities(text: str) -> list[Mention]:
@@ -591,8 +591,7 @@ _IMPLIED_RE = tuple((re.compile(p, re.IGNORECASE), u) for p, u in _IMPLIED)
 # refuses a change answered as a reading, and a reading as a change)
 _ASKS_CHANGE_RE = re.compile(
     r"\bby\s+how\s+(?:much|many\s+degrees)|\bhow\s+many\s+degrees\s+(?:warmer|colder|hotter|cooler|higher|lower)|"
-    r"\btemperature\s+(?:rise|increase|change|drop|decrease|difference|fall|gain)|"
-    r"\b(?:rise|increase|change|drop|decrease|difference|fall|gain)\s+(?:in|of)\s+(?:the\s+)?temperature",
+    rf"\btemperature\s+{_CHANGE_WORDS}|\b{_CHANGE_WORDS}\s+(?:in|of)\s+(?:the\s+)?temperature",
     re.IGNORECASE)
 
 
