@@ -171,6 +171,27 @@ def test_g_is_offered_beside_a_given_acceleration() -> None:
     assert len(steps) <= 48
 
 
+def test_a_photon_problem_is_offered_h_then_c_then_the_photon_formula() -> None:
+    """Two constants in one formula: h is offered on the text's word, c once h is at hand (the gold path)."""
+    text = "What is the energy of a photon of wavelength 300 nanometers, in eV?"
+    givens = (Given("lam", 300, "nm"),)
+    gen = EnumeratorGenerator(cap=48)
+
+    def consts(steps: tuple[Step, ...], words: str = text) -> set[str]:
+        req = ProposalRequest("photon", words, givens, steps, target_unit="eV")
+        return {s["args"]["name"] for s in _steps(gen.propose([req])[0]) if s["op"] == "const"}
+
+    assert "h" in consts(())
+    assert "h" not in consts((), "A rod is 300 nm long. What is its energy in eV?")  # the word offers it
+    h = Step("const", {"name": "h"}, Out("h1", "J*s"), 6.62607015e-34)
+    assert "c" in consts((h,))
+    c = Step("const", {"name": "c"}, Out("v2", "m/s"), 299792458.0)
+    req = ProposalRequest("photon", text, givens, (h, c), target_unit="eV")
+    steps = _steps(gen.propose([req])[0])
+    assert {"op": "photon_energy_wavelength", "args": {"h": "h1", "c": "v2", "lam": "lam"},
+            "out": {"name": "E3", "unit": "eV"}} in steps  # in the unit asked
+
+
 def test_a_bare_constant_load_is_not_offered_as_the_answer() -> None:
     g = Step("const", {"name": "g"}, Out("a1", "m/s^2"), 9.80665)
     a2 = Step("mul", {"x": "a", "y": 2}, Out("a2", "m/s^2"), 4.0)

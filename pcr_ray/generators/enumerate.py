@@ -13,7 +13,8 @@ Rules shared by both modes, so that the output is deterministic:
 - commutative ops take their arguments in one order only;
 - `const` names are offered when the constant fills an exact-dimension parameter of some op whose other
   exact parameters are at hand (even when a variable of its dimension is given: g beside a braking
-  acceleration), or when a hint word of a dimensionless constant is in the text;
+  acceleration), or when a hint word of the constant is in the text (counting constants; g; h, whose photon
+  formulas also take c, so that neither is at hand before the other is loaded);
 - dimensionless parameters may also take the configured literals;
 - candidates by the number of variables not used yet plus the op's exact-dimension parameters (domain formulas
   before generic arithmetic; with `prefer_newest`, one more for a step that uses the last step's output), then
@@ -58,6 +59,8 @@ CONST_HINTS: dict[str, str] = {
     "weeks_per_year": r"\bweeks?\b.*\byears?\b|\byears?\b.*\bweeks?\b",
     "dozen": r"\bdozens?\b",
     "g": r"gravit|\bfall|\bdrop|\bheight|\bweight|\bthrown|\bprojectile|\bincline|\bpendulum|\bfree",
+    # photon formulas take two constants (h and c): neither is at hand before the other is loaded
+    "h": r"\bphotons?\b|\bplanck|\bquantum",
 }
 
 
