@@ -1,10 +1,10 @@
 """Gold-path coverage of the typed enumerator: the share of problems whose every gold step it offers, per setting.
 
 For each generated physics problem (gold givens, up to --max-gold-steps steps) the gold trace is walked step by
-step; at each gold prefix the enumerator is asked for its candidates (the search's request: k = cap, step
-mode, the problem's target unit, seed 0), and the prefix counts as covered when one verified candidate computes
-the next gold step's quantity (same dimension, value within the oracle's 2e-3: the gold-path oracle's match). A
-problem is covered when every prefix is. This is the ceiling a cap and the enumerator options put on any PRM
+step by mine-pairs' `gold_state` (the search's request at each gold prefix: k = cap, step mode, the problem's
+target unit, seed 0), and a prefix counts as covered when it `offered` the gold step: one verified candidate
+computes the next gold step's quantity (same dimension, value within 1e-3). A problem is covered when every
+prefix is. This is the ceiling a cap and the enumerator options put on any PRM
 along the gold path, measured without a search or a PRM (seconds). Each `--setting` is measured on the same
 problems in the same run; the first is the reference. Writes benchmarks/results/NAME.json.
 
@@ -36,48 +36,14 @@ def parse_setting(text: str) -> dict[str, Any]:
     return out
 
 
-def gold_prefixes(problem: Any) -> tuple[Any, list[tuple[Any, Any, tuple[float, Any]]]]:
-    """(SearchProblem, [(state before step t, steps before t, (base value, dims) of gold step t), ...])."""
-    from pcr_ray.search import SearchProblem
-    from pcr_ray.search_strategies.candidates import check_step_candidate
-    from pcr_ray.trace import parse_trace
-    from pcr_ray.verifier import VerifierState
+def offered(problem: dict[str, Any], cfg: Any, t: int) -> bool:
+    """Whether the enumerator of `cfg` offers gold step t of `problem` at its gold prefix (mine-pairs' check)."""
+    from pcr_ray.prm.mine import gold_state
 
-    sp = SearchProblem.from_problem(problem, givens="gold")
-    trace, errors = parse_trace(problem.gold_trace)
-    if trace is None or errors:
-        raise ValueError(f"{problem.id}: gold trace does not parse")
-    state, _ = VerifierState.from_givens(sp.givens)
-    out, done = [], []
-    for step in trace.steps:
-        res = check_step_candidate(state, step, strict=True)
-        if not res.ok or res.step is None:
-            raise ValueError(f"{problem.id}: gold step {step.op} does not verify")
-        var = res.state.env[res.step.out.name]
-        out.append((state, tuple(done), (var.base, var.dims)))
-        state = res.state
-        done.append(res.step)
-    return sp, out
-
-
-def offers(gen: Any, sp: Any, state: Any, prefix: tuple[Any, ...], gold: tuple[float, Any]) -> bool:
-    """Whether one of the enumerator's verified candidates at this prefix computes the gold quantity."""
-    from pcr_ray.generators.base import ProposalRequest
-    from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
-    from pcr_ray.search_strategies.gold_oracle import same_quantity
-
-    req = ProposalRequest(sp.id, sp.text, sp.givens, prefix, k=gen.cap, mode="step", target_unit=sp.target_unit,
-                          seed=0)
-    for raw in gen.propose([req])[0]:
-        parsed = parse_candidate(raw, len(prefix))
-        if not parsed.ok or parsed.step is None:
-            continue
-        res = check_step_candidate(state, parsed.step, strict=True)
-        if res.ok and res.step is not None:
-            var = res.state.env[res.step.out.name]
-            if same_quantity((var.base, var.dims), gold):
-                return True
-    return False
+    state, why = gold_state(problem, cfg, t)
+    if state is None and why != "no_candidates":
+        raise ValueError(f"{problem['id']}: {why}")
+    return bool(state is not None and state.offered)
 
 
 def main() -> None:
@@ -92,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from pcr_ray.data.physics import generate_problems
-    from pcr_ray.generators.enumerate import EnumeratorGenerator
+    from pcr_ray.prm.mine import MineConfig
 
     settings = [parse_setting(s) for s in (args.setting or ["cap=48", "cap=96"])]
     problems = []
@@ -100,16 +66,16 @@ def main() -> None:
         pool = [p for p in generate_problems(6 * args.per_seed, seed=seed)
                 if p.gold_steps and p.gold_steps <= args.max_gold_steps]
         problems += pool[: args.per_seed]
-    walks = [gold_prefixes(p) for p in problems]
+    rows = [p.to_dict() for p in problems]
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "n_problems": len(problems), "settings": []}
     base = None
     for setting in settings:
-        gen = EnumeratorGenerator(typed=True, answer_coverage="any", **setting)
+        opts = {k: v for k, v in setting.items() if k not in ("cap", "seed")}
+        cfg = MineConfig(cap=setting.get("cap", 48), seed=setting.get("seed", 0), generators={"physics": opts})
         t0 = time.perf_counter()
         covered, missed_ops, missed_depth = 0, Counter(), Counter()
-        for (sp, steps), p in zip(walks, problems, strict=True):
-            miss = next((t for t, (state, prefix, gold) in enumerate(steps)
-                         if not offers(gen, sp, state, prefix, gold)), None)
+        for row, p in zip(rows, problems, strict=True):
+            miss = next((t for t in range(p.gold_steps or 0) if not offered(row, cfg, t)), None)
             if miss is None:
                 covered += 1
             else:

@@ -46,8 +46,7 @@ def _quantity(text: str) -> tuple[float, Dims] | None:
     return info.to_base(float(m.group("v"))), info.dims
 
 
-def same_quantity(a: tuple[float, Dims], b: tuple[float, Dims]) -> bool:
-    """Whether two (base value, dims) quantities agree: same dimension, values within REL_TOL."""
+def _same(a: tuple[float, Dims], b: tuple[float, Dims]) -> bool:
     return a[1] == b[1] and math.isclose(a[0], b[0], rel_tol=REL_TOL)  # relative only: SI values span 1e-30..1e30
 
 
@@ -85,12 +84,12 @@ class GoldPathScorer:
         if q is None:
             return OTHER
         if candidate.startswith("answer: "):
-            return ANSWER if same_quantity(q, path.answer) else OTHER
-        if not any(same_quantity(q, g) for g in path.steps):
+            return ANSWER if _same(q, path.answer) else OTHER
+        if not any(_same(q, g) for g in path.steps):
             return OTHER
         steps = context.split(" | steps: ", 1)[1].split("; ") if " | steps: " in context else []
         done = [d for d in (_quantity(s) for s in steps) if d is not None]
-        return REPEATED if any(same_quantity(q, d) for d in done) else GOLD_STEP
+        return REPEATED if any(_same(q, d) for d in done) else GOLD_STEP
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         return [self.score_one(c, s) for c, s in pairs]
