@@ -4,8 +4,8 @@ Reads `bench_search_methods.py` record files (`benchmarks/results/<name>_records
 problems (other PRMs, enumerator seeds) and reports, per dataset: each run's accuracy, the problems at least one
 run solves (the ceiling of any way of combining them), and three combinations of their answers: a majority vote
 (ties by the best trace score), a vote weighted by trace score, and the single best-scored answer. Answers are
-one when their units and values (4 significant digits) agree. No search is run (seconds); writes
-benchmarks/results/NAME.json.
+one when they state the same quantity (the search's `answer_quantity`: dimension and SI value). No search is
+run (seconds); writes benchmarks/results/NAME.json.
 
     .venv/bin/python benchmarks/bench_answer_vote.py search_settings/seed13_listwise3_min_roles \
         search_settings/seed13_listwise3_min_roles_enum1 search_settings/seed13_listwise3_min_roles_enum2
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
+from collections import Counter
 from typing import Any
 
 from _machine import RESULTS, machine_info, write_result
 
 from pcr_ray.grading import grade_numeric
+from pcr_ray.search_strategies.selection import Answered, answer_quantity, select_answered
+from pcr_ray.units import try_unit_info
 
 
 def load_run(name: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -39,25 +41,27 @@ def load_run(name: str) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def answer_key(r: dict[str, Any]) -> tuple[str, float] | None:
-    if not r.get("answered") or r.get("answer_value") is None:
+def answered(r: dict[str, Any], order: int) -> Answered | None:
+    """A record's answer as the search's selection sees it (its score and SI quantity), or None without one."""
+    info = try_unit_info(r.get("answer_unit") or "dimensionless")
+    if not r.get("answered") or r.get("answer_value") is None or info is None:
         return None
-    return (r.get("answer_unit") or "", float(f"{float(r['answer_value']):.4g}"))
+    quantity = answer_quantity(info.dims, info.to_base(float(r["answer_value"])))
+    return Answered(float(r.get("score") or 0.0), order, quantity)
 
 
 def combine(records: list[dict[str, Any]], how: str) -> bool:
-    """Whether the answer chosen among one problem's records by `how` (vote | weighted | best) is correct."""
-    groups: dict[tuple[str, float], list[tuple[float, bool]]] = defaultdict(list)
-    for r in records:
-        key = answer_key(r)
-        if key is not None:
-            groups[key].append((float(r.get("score") or 0.0), r["correct"]))
-    if not groups:
+    """Whether the answer chosen among one problem's records is correct. `vote`: the most runs behind an answer
+    (ties by the best score); `weighted` and `best`: the search's own `vote` and `best` selections."""
+    pairs = [(a, r["correct"]) for i, r in enumerate(records) if (a := answered(r, i)) is not None]
+    if not pairs:
         return False
-    rank = {"vote": lambda g: (len(g), max(s for s, _ in g)),
-            "weighted": lambda g: sum(s for s, _ in g),
-            "best": lambda g: max(s for s, _ in g)}[how]
-    return max(groups.values(), key=rank)[0][1]
+    if how == "vote":
+        count = Counter(a.quantity for a, _ in pairs)
+        pairs = [p for p in pairs if count[p[0].quantity] == max(count.values())]
+        how = "best"
+    items = [a for a, _ in pairs]
+    return pairs[select_answered(items, "vote" if how == "weighted" else how)][1]
 
 
 def main() -> None:
