@@ -119,7 +119,9 @@ def main() -> None:
     ap.add_argument("--int8-batched", action="store_true",
                     help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
                          "one-pair default were measured)")
-    ap.add_argument("--checkpoint", default=None, help="NS-PRM checkpoint (default: the cached csp one)")
+    ap.add_argument("--checkpoint", default=None, nargs="+",
+                    help="NS-PRM checkpoint (default: the cached csp one); several: score by their mean logit "
+                         "(pcr_ray.prm.ensemble, one forward pass per member)")
     ap.add_argument("--baseline-checkpoint", default=None,
                     help="conventional PRM for prm_only (default: the cached random one)")
     ap.add_argument("--seed", type=int, default=3)
@@ -136,6 +138,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
+    from pcr_ray.prm.ensemble import PRMEnsemble
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, run_search
     from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
@@ -146,9 +149,12 @@ def main() -> None:
                                          int8_batched=args.int8_batched, bf16=args.bf16)
 
     # with --oracle the NS-PRM is not needed, and the conventional one only for prm_only rows
-    ck = None if args.oracle else (args.checkpoint or ensure_checkpoint("csp"))
+    cks = None if args.oracle else (args.checkpoint or [ensure_checkpoint("csp")])
+    ck = None if cks is None else (cks[0] if len(cks) == 1 else " + ".join(str(c) for c in cks))
     bk = (args.baseline_checkpoint or ensure_checkpoint("random")) if "prm_only" in args.methods else None
-    scorer = load(ck) if ck is not None else None
+    scorer = None
+    if cks is not None:
+        scorer = load(cks[0]) if len(cks) == 1 else PRMEnsemble([load(c) for c in cks])
     baseline_scorer = load(bk) if bk is not None else None
     out: dict[str, Any] = {"machine": machine_info(), "checkpoint": "gold_path_oracle" if args.oracle else str(ck),
                            "baseline_checkpoint": str(bk) if bk is not None else None,

@@ -192,3 +192,21 @@ def test_average_checkpoints_is_the_parameter_mean(minilm_checkpoint, tmp_path):
     assert cli_main(["average-prm", str(minilm_checkpoint), str(b_path), "-o", str(tmp_path / "cli")]) == 0
     assert PRMScorer.from_checkpoint(tmp_path / "cli").logits(PAIRS[:3]) == PRMScorer.from_checkpoint(out).logits(
         PAIRS[:3])
+
+
+def test_ensemble_scores_by_the_members_mean_logit(minilm_checkpoint, tmp_path):
+    from pcr_ray.prm.ensemble import PRMEnsemble
+
+    model, tok = build_model("minilm", seed=1)  # another head initialisation: other logits
+    other = save_checkpoint(model, tok, tmp_path / "prm1", PRMMeta(backbone="minilm", kind="csp"))
+    a, b = PRMScorer.from_checkpoint(minilm_checkpoint), PRMScorer.from_checkpoint(other)
+    la, lb = a.logits(PAIRS), b.logits(PAIRS)
+    assert la != pytest.approx(lb, abs=1e-4)
+    both = PRMEnsemble([a, b])
+    assert both.logits(PAIRS) == pytest.approx([(x + y) / 2 for x, y in zip(la, lb, strict=True)], abs=1e-6)
+    assert both.score(PAIRS) == pytest.approx([sigmoid((x + y) / 2) for x, y in zip(la, lb, strict=True)], abs=1e-6)
+    assert PRMEnsemble([a]).score(PAIRS) == pytest.approx(a.score(PAIRS), abs=1e-6)
+    assert both.logits([]) == []
+    assert [m["checkpoint"] for m in both.identity["members"]] == [a.identity["checkpoint"], b.identity["checkpoint"]]
+    with pytest.raises(ValueError, match="at least one"):
+        PRMEnsemble([])
