@@ -7,12 +7,36 @@ EXTRAS ?= dev,cpu-llm,local
 
 .PHONY: test demo bench lint venv clean docs
 
-$(STAMP): pyproject.toml
+# llama-cpp-python (extra cpu-llm) compiles llama.cpp, which by default tunes itself to the build machine
+# (-march=native). On a VM whose CPU advertises AMX that the guest may not use, that build dies with SIGILL
+# (`tileloadd` in ggml_backend_amx_mul_mat) at the first generation. On x86_64 it is built for AVX2 instead (any
+# x86_64 CPU of the last ten years; SmolLM2-135M loses nothing that matters), once per machine: the wheel is kept
+# in LLAMA_WHEELS, named by version and flags, because pip's own cache ignores CMAKE_ARGS.
+LLAMA_CPP_VERSION ?= 0.3.36
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+else
+LLAMA_CMAKE_ARGS ?=
+endif
+LLAMA_WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pcr_ray/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-8)
+
+$(STAMP): pyproject.toml Makefile
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; set PY=/path/to/python3.11+"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# CPU torch first, so nothing below pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
+	@if echo ",$(EXTRAS)," | grep -q ",cpu-llm,"; then \
+	  if ! ls "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	    echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' (4-5 min, once per machine)"; \
+	    rm -rf "$(LLAMA_WHEELS).tmp" && \
+	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	      -w "$(LLAMA_WHEELS).tmp" llama-cpp-python==$(LLAMA_CPP_VERSION) && \
+	    rm -rf "$(LLAMA_WHEELS)" && mv "$(LLAMA_WHEELS).tmp" "$(LLAMA_WHEELS)" || exit 1; \
+	  fi; \
+	  $(BIN)/pip install -q "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl && \
+	  $(BIN)/pip install -q --force-reinstall --no-deps "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl || exit 1; \
+	fi
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
