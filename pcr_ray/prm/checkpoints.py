@@ -107,14 +107,16 @@ def select_pairs(rows: Sequence[Mapping[str, Any]], n: int, seed: int = 0) -> li
     return ranked[:n] if n > 0 else ranked
 
 
-def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 2, val_pairs: int = 200,
-                      max_seconds: float = 210.0, seed: int = 0, backbone: str = "minilm",
+def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 1, val_pairs: int = 200,
+                      max_seconds: float = 0.0, seed: int = 0, backbone: str = "minilm",
                       sources: Sequence[Mapping[str, Any]] | None = None, force: bool = False,
                       train_overrides: Mapping[str, Any] | None = None) -> Path:
     """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
-    epochs, stopping after max_seconds of training; defaults fit in about 4 minutes on 2 cores.
+    epochs; defaults take about 4 minutes on 2 cores. The schedule is a fixed number of pairs, so the same data and
+    seed give the same model on any machine; max_seconds > 0 stops earlier on a slow one, at the price of a model
+    that depends on the machine's speed (0: no clock).
     """
     from pcr_ray.prm.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
