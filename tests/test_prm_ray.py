@@ -108,6 +108,30 @@ def test_entry_points_help_and_clear_errors(tmp_path, monkeypatch, capsys):
     assert "make-pairs" in capsys.readouterr().err
 
 
+def test_lowest_ranks_keeps_the_limit_lowest_in_rank_order(ray_session):
+    """The limited subset: the `limit` lowest ranks in rank order, across blocks (whole lists: every row up to the
+    limit-th's rank)."""
+    import numpy as np
+    import ray
+
+    from pcr_ray.pipeline.train_prm import _lowest_ranks
+
+    rng = np.random.default_rng(0)
+    pairs = pd.DataFrame({"rank": rng.random(500), "i": np.arange(500)})
+    lists = pairs.assign(rank=np.repeat(rng.random(100), 5))  # 100 lists of 5 rows sharing a rank
+
+    def blocks(df):
+        return ray.data.from_pandas([df.iloc[k::7] for k in range(7)])
+
+    got = _lowest_ranks(blocks(pairs), 40, False).to_pandas()
+    assert got["i"].tolist() == pairs.sort_values("rank").head(40)["i"].tolist() and "rank" not in got.columns
+    whole = _lowest_ranks(blocks(lists), 42, True).to_pandas()
+    cut = sorted(lists["rank"])[41]  # the 42nd lowest rank is the 9th list's: 9 whole lists are kept
+    assert sorted(whole["i"]) == sorted(lists.loc[lists["rank"] <= cut, "i"]) and len(whole) == 45
+    r = lists.set_index("i").loc[whole["i"], "rank"].tolist()
+    assert r == sorted(r)
+
+
 def test_listwise_subset_keeps_whole_lists(pairs_dir, tmp_path):
     """train-prm's listwise subset: whole candidate lists (the Ray Train run itself is the shared loop, tested in
     test_prm_listwise with LocalSession; the README's listwise run trained 27,173 pairs through Ray Train)."""
