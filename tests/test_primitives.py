@@ -320,6 +320,7 @@ DOMAIN_ERRORS: list[tuple[str, dict[str, object]]] = [
     ("kin_velocity_from_distance", {"v0": 0.0, "a": -2.0, "d": 25.0}),
     ("kin_time_from_distance", {"v0": 0.0, "a": -1.0, "d": 5.0}),
     ("kin_time_from_velocities", {"v0": 10.0, "v": 0.0, "a": 2.0}),
+    ("kin_displacement_from_velocities", {"v0": 20.0, "v": 0.0, "a": 5.0}),  # braking with a positive a
     ("average_speed", {"d": 10.0, "t": 0.0}),
     ("free_fall_time", {"d": 5.0, "g": 0.0}),
     ("newton_accel", {"f": 10.0, "m": 0.0}),

@@ -58,6 +58,21 @@ def test_valid_trace_values():
     assert d["ok"] is True and d["answer"][0]["unit"] == "m"
 
 
+def test_stopping_distance_takes_the_negated_deceleration():
+    """At 10 m/s, braking at 5 m/s^2 to a stop: the braking acceleration neg(a_brake) gives +10 m; the
+    magnitude itself (-10 m, 'v is reached before the start') is the domain error of ERROR_CASES."""
+    t = tr([g("v0", 10, "m/s"), g("v", 0, "m/s"), g("a_brake", 5, "m/s^2")],
+           [s("neg", {"x": "a_brake"}, "a", "m/s^2"),
+            s("kin_displacement_from_velocities", {"v0": "v0", "v": "v", "a": "a"}, "d", "m")],
+           [{"name": "d", "unit": "m"}])
+    v = verify(t)
+    assert v.ok, v.format_text()
+    assert v.answer[0].value == pytest.approx(10.0)
+    t["steps"][1]["args"]["a"] = "a_brake"
+    bad = verify(t)
+    assert codes(bad) == ["domain_error"] and "negative" in bad.diagnostics[0].message
+
+
 def mutate_trace(fn):
     t = copy.deepcopy(BASE)
     fn(t)
@@ -121,6 +136,10 @@ ERROR_CASES = [
      lambda t: (t["givens"].extend([g("eta", 0.5), g("T_in", 300, "K")]),
                 t["steps"].append(s("useful_output", {"eta": "eta", "e_in": "T_in"}, "T_out", "K"))), "unit_mismatch",
      "units"),
+    ("stopping distance with the deceleration's magnitude as the acceleration (a negative distance)",
+     lambda t: (t["givens"].extend([g("a_brake", 5, "m/s^2"), g("v_end", 0, "m/s")]),
+                t["steps"].append(s("kin_displacement_from_velocities", {"v0": "at", "v": "v_end", "a": "a_brake"},
+                                    "d_stop", "m"))), "domain_error", "units"),
     ("relative velocity of two masses",
      lambda t: (t["givens"].extend([g("m1", 2, "kg"), g("m2", 3, "kg")]),
                 t["steps"].append(s("relative_velocity", {"va": "m1", "vb": "m2"}, "v_rel", "kg"))), "unit_mismatch",

@@ -36,6 +36,15 @@ def _time_from_velocities(v0: float, v: float, a: float) -> float:
     return max(t, 0.0)
 
 
+def _displacement_from_velocities(v0: float, v: float, a: float) -> float:
+    """(v^2 - v0^2) / (2 a), for a change v0 -> v that takes a non-negative time (v - v0) / a."""
+    d = div(v * v - v0 * v0, 2 * a, "kin_displacement_from_velocities: zero acceleration")
+    if (v - v0) / a < -1e-12:
+        raise DomainError("kin_displacement_from_velocities: v is reached only before the start (negative time "
+                          "(v - v0) / a): a slowing object's acceleration is negative (neg of a deceleration)")
+    return d
+
+
 def _sin2(theta: float) -> float:
     return math.sin(2 * theta)
 
@@ -68,8 +77,7 @@ reg("kin_displacement_avg", F, [Param("v0", V), Param("v", V), Param("t", T)], D
     lambda v0, v, t: 0.5 * (v0 + v) * t, "(v0 + v) t / 2",
     "Displacement from the average of v0 and v over t.")
 reg("kin_displacement_from_velocities", F, [Param("v0", V), Param("v", V), Param("a", A)], D_,
-    lambda v0, v, a: div(v * v - v0 * v0, 2 * a, "kin_displacement_from_velocities: zero acceleration"),
-    "(v^2 - v0^2) / (2 a)",
+    _displacement_from_velocities, "(v^2 - v0^2) / (2 a)",
     "Displacement while velocity changes from v0 to v at acceleration a (stopping distance).")
 reg("average_speed", F, [Param("d", D_), Param("t", T)], V,
     lambda d, t: div(d, t, "average_speed: zero time"), "d / t", "Average speed: distance over elapsed time.")
