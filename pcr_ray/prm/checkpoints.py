@@ -115,8 +115,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
     epochs; defaults take about 4 minutes on 2 cores. The schedule is a fixed number of pairs, so the same data and
-    seed give the same model on any machine; max_seconds > 0 stops earlier on a slow one, at the price of a model
-    that depends on the machine's speed (0: no clock).
+    seed train the same steps on any machine (up to floating-point differences between CPUs); max_seconds > 0
+    stops earlier on a slow one, at the price of a model that depends on the machine's speed (0: no clock).
     """
     from pcr_ray.prm.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
