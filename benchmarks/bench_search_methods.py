@@ -116,6 +116,9 @@ def main() -> None:
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
     ap.add_argument("--bf16", action="store_true", help="score batched under bfloat16 autocast instead of int8 "
                     "(CPUs with AVX512-BF16 or AMX)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device of the PRM, e.g. cuda on a GPU node (scores in fp32 there, or bf16 with "
+                         "--bf16: int8 is CPU-only)")
     ap.add_argument("--int8-batched", action="store_true",
                     help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
                          "one-pair default were measured)")
@@ -144,7 +147,8 @@ def main() -> None:
     from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
 
     def load(path: Any) -> Any:
-        return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16), max_batch=64,
+        return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16) and args.device == "cpu",
+                                         max_batch=64, device=args.device,
                                          max_length=args.max_length,
                                          int8_batched=args.int8_batched, bf16=args.bf16)
 

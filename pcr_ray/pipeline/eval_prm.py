@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +72,56 @@ def pair_metrics(df: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class ScorerPlacement:
+    """Where the PRM of a scoring job (eval-prm, mine-pairs) runs: its torch device and GPUs per Ray actor."""
+
+    device: str
+    gpus_per_actor: float
+
+
+def scorer_placement(prm: Mapping[str, Any], cfg: Mapping[str, Any]) -> ScorerPlacement:
+    """`prm.device` and the job's `gpus_per_actor` (null: 1 on CUDA, 0 on CPU), checked for consistency.
+
+    Raises ValueError when they cannot work together: a CUDA scorer in an actor given no GPU (Ray hides every GPU
+    from such an actor), or int8 scoring (CPU-only dynamic quantization) on CUDA.
+    """
+    device = str(prm.get("device") or "cpu")
+    cuda = device.startswith("cuda")
+    raw = cfg.get("gpus_per_actor")
+    gpus = (1.0 if cuda else 0.0) if raw is None else float(raw)
+    if gpus < 0:
+        raise ValueError(f"gpus_per_actor must be >= 0, got {raw}")
+    if cuda and bool(prm.get("int8")):
+        raise ValueError(f"prm.int8 is dynamic quantization for CPUs; with prm.device={device} set prm.int8=false "
+                         f"(prm.bf16=true scores faster on a GPU)")
+    if cuda and gpus == 0 and bool(cfg.get("use_ray", True)):
+        raise ValueError(f"prm.device={device} needs a GPU in each PRM actor: set gpus_per_actor (e.g. 1, or 0.5 "
+                         f"to share one GPU between two actors), or prm.device=cpu")
+    return ScorerPlacement(device, gpus)
+
+
+def check_cluster_gpus(placement: ScorerPlacement, actors: int, rcfg: Mapping[str, Any] | None) -> None:
+    """On a local Ray (no ray.address), an error when the actors ask for more GPUs than it has: Ray would
+    otherwise wait for them forever. A cluster (ray.address set) may still be adding GPU nodes: no check there."""
+    if placement.gpus_per_actor <= 0 or (rcfg or {}).get("address"):
+        return
+    import ray
+
+    have = float(ray.cluster_resources().get("GPU", 0.0))
+    want = placement.gpus_per_actor * actors
+    if have < want:
+        raise ValueError(f"{actors} PRM actor(s) x gpus_per_actor={placement.gpus_per_actor:g} need {want:g} GPU(s); "
+                         f"this local Ray has {have:g}. Set prm.device=cpu (and gpus_per_actor=0), or join a GPU "
+                         f"cluster with ray.address=auto")
+
+
 class ScoreBatch:
     """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
 
     def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int | None = None,
-                 torch_threads: int = 0, int8_batched: bool = False, bf16: bool = False) -> None:
+                 torch_threads: int = 0, int8_batched: bool = False, bf16: bool = False,
+                 device: str = "cpu") -> None:
         if torch_threads > 0:
             import torch
 
@@ -83,7 +129,7 @@ class ScoreBatch:
         from pcr_ray.prm.scorer import PRMScorer
 
         self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched, bf16=bf16)
+                                                int8_batched=int8_batched, bf16=bf16, device=device)
 
     def __call__(self, batch: Any) -> Any:
         batch = batch.copy()
@@ -148,11 +194,13 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     prm = dict(cfg.get("prm") or {})
     ckpt = resolve_checkpoint(prm)
+    placement = scorer_placement(prm, cfg)
     pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
     split = str(cfg.get("split", "test"))
     use_ray = bool(cfg.get("use_ray", True))
     if use_ray:
         _init_ray(cfg.get("ray"))
+        check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
     kinds = cfg.get("kinds")
     df = select_pairs(read_split(pairs_dir, split, use_ray), kinds, int(cfg.get("limit_per_kind") or 0))
     if df.empty:
@@ -160,7 +208,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     texts = distinct_texts(df)
     kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
           "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
-          "max_length": None}  # the length the checkpoint was trained at
+          "device": placement.device, "max_length": None}  # the length the checkpoint was trained at
     t1 = time.perf_counter()
     if use_ray:
         import ray
@@ -168,7 +216,8 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         scored = ray.data.from_pandas(texts).map_batches(
             ScoreBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
             batch_format="pandas", batch_size=int(cfg.get("batch_size", 256)),
-            concurrency=int(cfg.get("actors", 1)), num_cpus=float(cfg.get("cpus_per_actor", 1)),
+            compute=ray.data.ActorPoolStrategy(size=int(cfg.get("actors", 1))),
+            num_cpus=float(cfg.get("cpus_per_actor", 1)), num_gpus=placement.gpus_per_actor,
         ).to_pandas()
     else:
         scored = ScoreBatch(**kw)(texts)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.pipeline.eval_prm import resolve_checkpoint
+from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
 from pcr_ray.pipeline.make_pairs import _init_ray, _problem_rows, default_pairs_dir, hydra_main
 from pcr_ray.prm.mine import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
 from pcr_ray.prm.pairs import SPLITS, split_of
@@ -43,7 +43,7 @@ class MineBatch:
 
     def __init__(self, checkpoint: str, mine_cfg: MineConfig, int8: bool = True, max_batch: int = 64,
                  max_length: int | None = None, torch_threads: int = 0, int8_batched: bool = False,
-                 bf16: bool = False) -> None:
+                 bf16: bool = False, device: str = "cpu") -> None:
         if torch_threads > 0:
             import torch
 
@@ -51,7 +51,7 @@ class MineBatch:
         from pcr_ray.prm.scorer import PRMScorer
 
         self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched, bf16=bf16)
+                                                int8_batched=int8_batched, bf16=bf16, device=device)
         self.cfg = mine_cfg
 
     def __call__(self, batch: Any) -> Any:
@@ -87,6 +87,11 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     prm = dict(cfg.get("prm") or {})
     ckpt = resolve_checkpoint(prm)
+    placement = scorer_placement(prm, cfg)
+    use_ray = bool(cfg.get("use_ray", True))
+    if use_ray:  # before any work: a GPU the local Ray lacks is an error now, not a wait later
+        _init_ray(cfg.get("ray"))
+        check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
     mcfg = _mine_config(cfg)
     pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser().resolve()
     if not (pairs_dir / "train").exists():
@@ -100,17 +105,16 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("no problems with gold traces in the configured sources and splits")
     kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),
           "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
-          "max_batch": int(prm.get("max_batch", 64)),
+          "max_batch": int(prm.get("max_batch", 64)), "device": placement.device,
           "max_length": None}  # the length the checkpoint was trained at
-    if bool(cfg.get("use_ray", True)):
+    if use_ray:
         import ray
 
-        _init_ray(cfg.get("ray"))
         df = ray.data.from_items(problems).map_batches(
             MineBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
             batch_format="pandas", batch_size=int(cfg.get("batch_size", 16)),
             compute=ray.data.ActorPoolStrategy(size=int(cfg.get("actors", 1))),
-            num_cpus=float(cfg.get("cpus_per_actor", 1)),
+            num_cpus=float(cfg.get("cpus_per_actor", 1)), num_gpus=placement.gpus_per_actor,
         ).to_pandas()
     else:
         rows, _ = mine_rows(problems, MineBatch(**kw).scorer, mcfg)

@@ -62,6 +62,9 @@ class PRMScorer:
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
         (prm.json), so that a longer context is cut as it was in training.
         """
+        if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
+                               f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
         model, tok, meta = load_checkpoint(path, device="cpu")
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
