@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
     "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
+    "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
+                        "the listwise PRM recipe end to end: pairs, rounds of mined lists, search benchmark"),
     "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
@@ -26,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def usage() -> str:
     lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<15} {help_}" for name, (_, help_) in COMMANDS.items()]
     lines += ["", "`pcr-ray COMMAND --help` shows a command's own help."]
     return "\n".join(lines)
 

@@ -1,0 +1,192 @@
+"""`pcr-ray listwise-rounds`: the listwise PRM recipe end to end, as the README measured it, for any backbone.
+
+One listwise run on make-pairs' longer lists, then rounds of (mine lists with the last PRM, train one listwise
+epoch on them from it), then the search benchmark on 100 physics problems of seed 13 (the README's table):
+
+  make-pairs search_per_kind=8            -> OUT/pairs_lw
+  train-prm train.loss=listwise           -> OUT/lw1
+  round r = 1..R: mine-pairs with lw<r>   -> OUT/pairs_mlw<r>;  train-prm from lw<r> -> OUT/lw<r+1>
+  benchmarks/bench_search_methods.py      -> benchmarks/results/search_settings/<NAME>.json
+
+Each step is one `pcr-ray` command in its own process (so each joins, or starts, its own Ray); a step whose
+output is complete (a checkpoint's prm.json, a pairs summary) is skipped, so a rerun resumes where it stopped.
+`--gpus N` is the GPU cluster's shape: Ray Train on N GPU workers, mining on N GPU actors in bfloat16 (the
+paper's backbone: `--prm deberta_v3_base`); without it, the CPU recipe of the README (int8 mining in process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+LISTWISE_KINDS = "[principle_swap,variable_substitution,alternative_step,answer_timing]"
+MINED_KINDS = "[mined_alternative_step,mined_answer_timing]"
+FIRST_MINING_SEED = 7919  # make-pairs' physics seed; later rounds take 7921, 7923, ... (new problems each round)
+
+
+@dataclass(frozen=True)
+class RecipeStep:
+    """One command of the recipe, and the file whose presence says it has finished."""
+
+    name: str
+    argv: tuple[str, ...]
+    done_when: Path
+    mkdirs: tuple[Path, ...] = ()
+
+    def shell(self) -> str:
+        return shlex.join(self.argv)
+
+
+def _prm_overrides(args: argparse.Namespace) -> list[str]:
+    return [f"prm={args.prm}"] if args.prm else []
+
+
+def _train_scaling(args: argparse.Namespace) -> list[str]:
+    if args.gpus > 0:
+        return ["scaling.use_gpu=true", f"scaling.num_workers={args.gpus}", "scaling.cpus_per_worker=4"]
+    return []
+
+
+def _mining_placement(args: argparse.Namespace) -> list[str]:
+    if args.gpus > 0:  # Ray Data over GPU actors, batched bf16 scoring
+        return ["prm.device=cuda", "prm.int8=false", "prm.bf16=true", "use_ray=true", f"actors={args.gpus}"]
+    return ["prm.device=cpu", "prm.int8=true", "prm.int8_batched=true", "use_ray=false"]  # the README's CPU runs
+
+
+def recipe(args: argparse.Namespace) -> list[RecipeStep]:
+    """The recipe's steps for these arguments (nothing is run)."""
+    out = Path(args.out).expanduser().resolve()
+    pcr = (sys.executable, "-m", "pcr_ray.cli")
+    pairs = out / "pairs_lw"
+    make_pairs = ["make-pairs", f"search_per_kind={args.search_per_kind}", f"out_dir={pairs}",
+                  f"kinds={LISTWISE_KINDS}"]
+    if args.pairs_physics is not None:
+        sources = [f"{{name: physics, kwargs: {{n: {args.pairs_physics}, seed: {FIRST_MINING_SEED}}}}}"]
+        if args.pairs_gsm8k:
+            sources.append(f"{{name: gsm8k_train, limit: {args.pairs_gsm8k}}}")
+        make_pairs.append(f"sources=[{', '.join(sources)}]")
+    steps = [RecipeStep("make-pairs", (*pcr, *make_pairs), pairs / "summary.json")]
+    first = out / "lw1"
+    steps.append(RecipeStep("train lw1", (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={pairs}",
+                                          f"limit_train={args.first_limit}", f"limit_val={args.limit_val}",
+                                          "train.loss=listwise", "train.epochs=1", "train.batch_size=32",
+                                          f"train.precision={args.precision}", f"output={first}",
+                                          f"storage_path={out / 'ray_train'}", "run_name=prm-lw1",
+                                          *_train_scaling(args)),
+                            first / "prm.json"))
+    for r in range(1, args.rounds + 1):
+        prev, new, mined = out / f"lw{r}", out / f"lw{r + 1}", out / f"pairs_mlw{r}"
+        seed = FIRST_MINING_SEED + 2 * (r - 1)
+        n = 3000 if r == 1 else max(600, 2 * args.lists_per_round)  # round 1: make-pairs' own problems
+        steps.append(RecipeStep(
+            f"mine round {r}",
+            (*pcr, "mine-pairs", *_prm_overrides(args), f"prm.checkpoint={prev}", f"pairs_dir={mined}",
+             "positions=all", "per_problem=6", f"cap={args.cap}",
+             f"sources=[{{name: physics, kwargs: {{n: {n}, seed: {seed}}}}}]", "splits=[train,validation]",
+             f"limit_per_split={{train: {args.lists_per_round}, validation: {args.val_lists}}}",
+             *_mining_placement(args)),
+            mined / "mined_all_summary.json", mkdirs=(mined / "train", mined / "validation")))
+        steps.append(RecipeStep(
+            f"train lw{r + 1}",
+            (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={mined}", f"kinds={MINED_KINDS}", "limit_train=0",
+             f"limit_val={args.limit_val}", "train.loss=listwise", "train.epochs=1", "train.batch_size=32",
+             "train.lr=3e-5", f"train.precision={args.precision}", f"train.init_from={prev}", f"output={new}",
+             f"storage_path={out / 'ray_train'}", f"run_name=prm-lw{r + 1}", *_train_scaling(args)),
+            new / "prm.json"))
+    if args.eval_problems > 0:
+        final = out / f"lw{args.rounds + 1}"
+        name = args.name or f"search_settings/seed13_{out.name}_lw{args.rounds + 1}"
+        bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search_methods.py"
+        if not bench.exists():
+            raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
+                                    f"not installed with the package), or pass --eval-problems 0")
+        device = ["--device", "cuda", "--bf16"] if args.gpus > 0 else []
+        steps.append(RecipeStep(
+            "search benchmark",
+            (sys.executable, str(bench), "--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13",
+             "--generators", "typed", "--methods", "nsprm", "--checkpoint", str(final), *device, "--name", name),
+            bench.parent / "results" / f"{name}.json"))
+    return steps
+
+
+def run_recipe(steps: Sequence[RecipeStep], dry_run: bool = False) -> int:
+    """Run the steps in order, skipping finished ones; stops at the first failure (its exit status)."""
+    for i, step in enumerate(steps, 1):
+        head = f"[listwise-rounds {i}/{len(steps)}] {step.name}"
+        if step.done_when.exists():
+            print(f"{head}: done ({step.done_when} exists), skipped", flush=True)
+            continue
+        print(f"{head}:\n  {step.shell()}", flush=True)
+        if dry_run:
+            continue
+        for d in step.mkdirs:
+            d.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        rc = subprocess.call(list(step.argv))
+        if rc != 0:
+            print(f"{head}: failed with exit status {rc} after {time.perf_counter() - t0:.0f} s; fix it and rerun "
+                  f"the same command: finished steps are skipped", file=sys.stderr, flush=True)
+            return rc
+        if not step.done_when.exists():
+            print(f"{head}: exited 0 but wrote no {step.done_when}", file=sys.stderr, flush=True)
+            return 1
+        print(f"{head}: done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="pcr-ray listwise-rounds", description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="e.g.  pcr-ray listwise-rounds --out /mnt/shared/pcr_ray/deberta --prm deberta_v3_base --gpus 4\n"
+               "      pcr-ray listwise-rounds --out .cache/lw_cpu              # the README's CPU recipe (hours)\n"
+               "      pcr-ray listwise-rounds --out /tmp/lw --dry-run          # print the commands")
+    ap.add_argument("--out", required=True, help="folder for the pairs, the checkpoints and Ray Train's storage")
+    ap.add_argument("--prm", default=None, help="the prm config group (conf/prm/), e.g. deberta_v3_base "
+                    "(default: train-prm's, minilm_csp)")
+    ap.add_argument("--gpus", type=int, default=0, help="GPUs: Ray Train workers and mining actors (0: CPU)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of mined lists after the first run (the "
+                    "README's lw3 is 2)")
+    ap.add_argument("--first-limit", type=int, default=30000, help="train pairs (whole lists) of the first run; 0: all")
+    ap.add_argument("--lists-per-round", type=int, default=450, help="training problems mined per round")
+    ap.add_argument("--val-lists", type=int, default=40, help="validation problems mined per round")
+    ap.add_argument("--limit-val", type=int, default=600, help="validation pairs scored after each epoch")
+    ap.add_argument("--search-per-kind", type=int, default=8, help="make-pairs' negatives per prefix (list length)")
+    ap.add_argument("--pairs-physics", type=int, default=None,
+                    help="make-pairs' physics problems (default: make-pairs' own sources, 3,000 + 3,000 GSM8K)")
+    ap.add_argument("--pairs-gsm8k", type=int, default=0, help="with --pairs-physics: GSM8K train problems too")
+    ap.add_argument("--cap", type=int, default=48, help="the enumerator's cap when mining (the search's)")
+    ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training autocast")
+    ap.add_argument("--eval-problems", type=int, default=100,
+                    help="physics problems of seed 13 in the final search benchmark (0: skip it)")
+    ap.add_argument("--name", default=None, help="the benchmark's result name (benchmarks/results/NAME.json)")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands (and which are done), run nothing")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    for key in ("rounds", "gpus", "eval_problems", "first_limit"):
+        if getattr(args, key) < 0:
+            print(f"pcr-ray listwise-rounds: --{key.replace('_', '-')} must be >= 0", file=sys.stderr)
+            return 2
+    for key in ("lists_per_round", "search_per_kind"):
+        if getattr(args, key) < 1:
+            print(f"pcr-ray listwise-rounds: --{key.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    try:
+        steps = recipe(args)
+    except FileNotFoundError as exc:
+        print(f"pcr-ray listwise-rounds: {exc}", file=sys.stderr)
+        return 2
+    return run_recipe(steps, dry_run=args.dry_run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

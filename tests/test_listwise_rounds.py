@@ -1,0 +1,92 @@
+"""`pcr-ray listwise-rounds`: every command of the recipe composes with its Hydra config and chains the last
+round's output into the next; finished steps are skipped; a failed step stops the recipe with its status."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from pcr_ray.pipeline.eval_prm import scorer_placement
+from pcr_ray.pipeline.listwise_rounds import RecipeStep, main, parser, recipe, run_recipe
+from pcr_ray.pipeline.make_pairs import compose_config
+
+CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs"}
+
+
+def _composed(steps: list[RecipeStep]) -> list[tuple[str, dict]]:
+    """(command, composed config) of each pcr-ray step, through the same compose the commands use."""
+    out = []
+    for step in steps:
+        if "pcr_ray.cli" not in step.argv:
+            continue
+        i = step.argv.index("pcr_ray.cli")
+        command, overrides = step.argv[i + 1], list(step.argv[i + 2:])
+        out.append((command, compose_config(CONFIGS[command], overrides)))
+    return out
+
+
+@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"]])
+def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, extra) -> None:
+    args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "2", *extra])
+    steps = recipe(args)
+    composed = _composed(steps)
+    assert [c for c, _ in composed] == ["make-pairs", "train-prm", "mine-pairs", "train-prm", "mine-pairs", "train-prm"]
+    lw = tmp_path.resolve() / "lw"
+    pairs = composed[0][1]
+    assert pairs["out_dir"] == str(lw / "pairs_lw") and pairs["search_per_kind"] == 8
+    first = composed[1][1]
+    assert first["pairs_dir"] == pairs["out_dir"] and first["train"]["loss"] == "listwise"
+    assert first["output"] == str(lw / "lw1") and first["train"]["init_from"] == ""
+    for r in (1, 2):
+        mine, train = composed[2 * r][1], composed[2 * r + 1][1]
+        assert mine["prm"]["checkpoint"] == str(lw / f"lw{r}")
+        assert train["pairs_dir"] == mine["pairs_dir"] == str(lw / f"pairs_mlw{r}")
+        assert train["train"]["init_from"] == str(lw / f"lw{r}") and train["output"] == str(lw / f"lw{r + 1}")
+        assert train["kinds"] == ["mined_alternative_step", "mined_answer_timing"] and train["limit_train"] == 0
+        assert mine["sources"][0]["kwargs"]["seed"] == 7919 + 2 * (r - 1)  # new problems each round
+        placement = scorer_placement(mine["prm"], mine)  # raises if the mining placement cannot work
+        if extra:
+            assert mine["prm"]["backbone"] == "microsoft/deberta-v3-base" == train["prm"]["backbone"]
+            assert placement.device == "cuda" and placement.gpus_per_actor == 1.0 and mine["actors"] == 2
+            assert train["scaling"]["use_gpu"] is True and train["scaling"]["num_workers"] == 2
+        else:
+            assert placement.device == "cpu" and mine["prm"]["int8"] is True and mine["use_ray"] is False
+            assert train["scaling"]["use_gpu"] is False
+    bench = steps[-1].argv
+    assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
+    assert ("--device" in bench) == bool(extra)
+
+
+def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys) -> None:
+    args = parser().parse_args(["--out", str(tmp_path), "--rounds", "1", "--eval-problems", "0"])
+    steps = recipe(args)
+    (tmp_path / "pairs_lw").mkdir()
+    (tmp_path / "pairs_lw" / "summary.json").write_text("{}")
+    (tmp_path / "lw1").mkdir()
+    (tmp_path / "lw1" / "prm.json").write_text("{}")
+    assert run_recipe(steps, dry_run=True) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[listwise-rounds")]
+    assert [("skipped" in ln) for ln in lines] == [True, True, False, False]
+    assert not (tmp_path / "pairs_mlw1").exists()  # a dry run makes nothing
+
+
+def test_a_failed_step_stops_the_recipe_with_its_status(tmp_path, capsys) -> None:
+    later = tmp_path / "later.txt"
+    steps = [RecipeStep("writes", (sys.executable, "-c", f"open({str(tmp_path / 'a.txt')!r}, 'w')"),
+                        tmp_path / "a.txt", mkdirs=(tmp_path / "sub",)),
+             RecipeStep("fails", (sys.executable, "-c", "import sys; sys.exit(3)"), tmp_path / "b.txt"),
+             RecipeStep("never", (sys.executable, "-c", f"open({str(later)!r}, 'w')"), later)]
+    assert run_recipe(steps) == 3
+    assert (tmp_path / "a.txt").exists() and (tmp_path / "sub").is_dir() and not later.exists()
+    assert "failed with exit status 3" in capsys.readouterr().err
+    silent = [RecipeStep("writes nothing", (sys.executable, "-c", "pass"), tmp_path / "c.txt")]
+    assert run_recipe(silent) == 1
+    assert "wrote no" in capsys.readouterr().err
+
+
+def test_bad_arguments_are_refused(tmp_path, capsys) -> None:
+    assert main(["--out", str(tmp_path), "--rounds", "-1"]) == 2
+    assert "--rounds must be >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([])  # --out is required
