@@ -56,6 +56,7 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     bench = steps[-1].argv
     assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
     assert ("--device" in bench) == bool(extra)
+    assert bench[bench.index("--typed-cap") + 1] == "48" == str(composed[2][1]["cap"])  # mined as searched
 
 
 def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys) -> None:
