@@ -30,8 +30,8 @@ def prm():
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
 
-    # fp32: int8 dynamic quantization scales activations per batch, so a score would depend on its batch-mates
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=False, max_batch=64, max_length=160)
+    # int8, one pair per forward pass (the default): a score depends on the pair alone, as in fp32, at ~2x the speed
+    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=True, max_batch=64, max_length=160)
 
 
 def _rows(n: int, seed: int = 5) -> list[dict]:

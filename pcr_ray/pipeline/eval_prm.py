@@ -166,7 +166,7 @@ def read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
     if use_ray:
         import ray
 
-        return ray.data.read_parquet(str(path), columns=cols).to_pandas()
+        return ray.data.read_parquet(str(path)).select_columns(cols).to_pandas()  # projection pushed into the read
     return pd.read_parquet(path, columns=cols)
 
 

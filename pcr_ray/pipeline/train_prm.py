@@ -142,7 +142,7 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
     path = Path(pairs_dir) / split
     if not path.exists():
         raise FileNotFoundError(f"no pairs at {path}; run `pcr-ray make-pairs` first (or set pairs_dir=...)")
-    ds = ray.data.read_parquet(str(path), columns=TRAIN_COLUMNS)
+    ds = ray.data.read_parquet(str(path)).select_columns(TRAIN_COLUMNS)  # projection pushed into the read
     wanted = set(kinds)
     ds = ds.map_batches(lambda b: b[b["kind"].isin(wanted)], batch_format="pandas")
     if limit and limit > 0:
