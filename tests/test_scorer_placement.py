@@ -36,18 +36,23 @@ def test_a_cuda_scorer_without_a_gpu_says_so_before_loading(tmp_path) -> None:
 
 
 @pytest.mark.ray
-def test_a_local_ray_without_gpus_refuses_gpu_actors_instead_of_waiting(ray_session) -> None:
+def test_a_local_ray_without_gpus_refuses_gpu_actors_instead_of_waiting(ray_session, monkeypatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     have = ray_session.cluster_resources().get("GPU", 0.0)
     too_many = ScorerPlacement("cuda", have + 1.0)
     with pytest.raises(ValueError, match=f"has {have:g}"):
         check_cluster_gpus(too_many, 1, {"address": None})
     check_cluster_gpus(too_many, 1, {"address": "auto"})  # a cluster may still be adding GPU nodes
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")  # inside `ray job submit`: a cluster too
+    check_cluster_gpus(too_many, 1, {"address": None})
     check_cluster_gpus(ScorerPlacement("cpu", 0.0), 4, {})
 
 
 @pytest.mark.ray
 @pytest.mark.parametrize("command", [eval_prm, mine_pairs])
-def test_scoring_commands_stop_before_any_work_when_the_gpu_is_missing(ray_session, tmp_path, command) -> None:
+def test_scoring_commands_stop_before_any_work_when_the_gpu_is_missing(ray_session, tmp_path, command,
+                                                                      monkeypatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     need = ray_session.cluster_resources().get("GPU", 0.0) + 1.0
     cfg = {"prm": {"checkpoint": str(tmp_path), "device": "cuda", "int8": False}, "gpus_per_actor": need,
            "pairs_dir": str(tmp_path), "sources": [{"name": "physics", "kwargs": {"n": 2}}]}

@@ -9,6 +9,7 @@ shape a cluster runs) or in this process.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -102,9 +103,10 @@ def scorer_placement(prm: Mapping[str, Any], cfg: Mapping[str, Any]) -> ScorerPl
 
 
 def check_cluster_gpus(placement: ScorerPlacement, actors: int, rcfg: Mapping[str, Any] | None) -> None:
-    """On a local Ray (no ray.address), an error when the actors ask for more GPUs than it has: Ray would
-    otherwise wait for them forever. A cluster (ray.address set) may still be adding GPU nodes: no check there."""
-    if placement.gpus_per_actor <= 0 or (rcfg or {}).get("address"):
+    """On a local Ray, an error when the actors ask for more GPUs than it has: Ray would otherwise wait for them
+    forever. A cluster (ray.address set, or RAY_ADDRESS as inside `ray job submit`) may still be adding GPU nodes:
+    no check there."""
+    if placement.gpus_per_actor <= 0 or (rcfg or {}).get("address") or os.environ.get("RAY_ADDRESS"):
         return
     import ray
 
