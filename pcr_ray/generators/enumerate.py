@@ -105,6 +105,9 @@ class EnumeratorGenerator:
             fams = set(self.families)
             names = [n for n in names if REGISTRY[n].family in fams or n == "const"]
         self._prims: list[Primitive] = [REGISTRY[n] for n in names if not has_expr_param(REGISTRY[n])]
+        # the dimensions of each formula's exact-dimension parameters, for formulas with two or more of them
+        exact = [tuple(p.rdims for p in prim.params if p.kind == "var" and p.rkind == EXACT) for prim in self._prims]
+        self._exact_param_dims: list[tuple[Dims, ...]] = [ds for ds in exact if len(ds) >= 2]
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
@@ -342,12 +345,9 @@ class EnumeratorGenerator:
         return out
 
     def _fills_exact_param(self, d: Dims, dims_at_hand: set[Dims]) -> bool:
-        for prim in self._prims:
-            exact = [p for p in prim.params if p.kind == "var" and p.rkind == EXACT]
-            if any(p.rdims == d for p in exact) and all(p.rdims == d or p.rdims in dims_at_hand for p in exact) \
-                    and len(exact) >= 2:
-                return True
-        return False
+        """Whether a quantity of dimension `d` fills an exact parameter of a formula of 2+ exact parameters whose
+        other exact parameters are at hand."""
+        return any(d in ds and all(x == d or x in dims_at_hand for x in ds) for ds in self._exact_param_dims)
 
     def _answers(self, req: ProposalRequest, variables: list[VarInfo], target: Dims | None) -> list[dict]:
         steps = req.steps
