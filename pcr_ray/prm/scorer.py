@@ -62,6 +62,10 @@ class PRMScorer:
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
         (prm.json), so that a longer context is cut as it was in training.
         """
+        if int8 and bf16:
+            raise ValueError("choose one of int8 and bf16 scoring, not both")
+        if int8 and device != "cpu":
+            raise ValueError("int8 dynamic quantization runs on CPU only")
         if torch.device(device).type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
@@ -71,11 +75,7 @@ class PRMScorer:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
                           f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
                           f"retrain it (pcr-ray make-pairs, then pcr-ray train-prm)", stacklevel=2)
-        if int8 and bf16:
-            raise ValueError("choose one of int8 and bf16 scoring, not both")
         if int8:
-            if device != "cpu":
-                raise ValueError("int8 dynamic quantization runs on CPU only")
             from torch.ao.quantization import quantize_dynamic
 
             model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
