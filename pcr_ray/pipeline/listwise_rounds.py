@@ -26,8 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-LISTWISE_KINDS = "[principle_swap,variable_substitution,alternative_step,answer_timing]"
-MINED_KINDS = "[mined_alternative_step,mined_answer_timing]"
+from pcr_ray.csp import CSP_KINDS
+from pcr_ray.prm.pairs import MINED_KINDS
+from pcr_ray.prm.search_pairs import SEARCH_KINDS
+
+
+def _hydra_list(kinds: Sequence[str]) -> str:
+    return "[" + ",".join(kinds) + "]"
+
+
+LISTWISE_KINDS = _hydra_list(CSP_KINDS + SEARCH_KINDS)  # the verifier-passing kinds of make-pairs
+MINED_LISTS = _hydra_list(MINED_KINDS)  # mine-pairs' kinds: the mined lists alone
 FIRST_MINING_SEED = 7919  # make-pairs' physics seed; later rounds take 7921, 7923, ... (new problems each round)
 
 
@@ -95,7 +104,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             mined / "mined_all_summary.json", mkdirs=(mined / "train", mined / "validation")))
         steps.append(RecipeStep(
             f"train lw{r + 1}",
-            (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={mined}", f"kinds={MINED_KINDS}", "limit_train=0",
+            (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={mined}", f"kinds={MINED_LISTS}", "limit_train=0",
              f"limit_val={args.limit_val}", "train.loss=listwise", "train.epochs=1", "train.batch_size=32",
              "train.lr=3e-5", f"train.precision={args.precision}", f"train.init_from={prev}", f"output={new}",
              f"storage_path={out / 'ray_train'}", f"run_name=prm-lw{r + 1}", *_train_scaling(args)),
