@@ -5,7 +5,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,cpu-llm,local
 
-.PHONY: test demo bench lint venv clean docs
+.PHONY: test test-fast demo bench lint venv clean docs
+
+# This checkout's data sets lie beside it; elsewhere set PCR_RAY_DATA (docs/data.md).
+SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
+ifneq ($(wildcard $(SHARED_DATA)),)
+export PCR_RAY_DATA ?= $(SHARED_DATA)
+endif
 
 # llama-cpp-python (extra cpu-llm) compiles llama.cpp, which by default tunes itself to the build machine
 # (-march=native). On a VM whose CPU advertises AMX that the guest may not use, that build dies with SIGILL
@@ -64,7 +70,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 docs: $(STAMP)
-	$(BIN)/pcr-ray primitives --markdown > pcr_ray/primitives/PRIMITIVES.md
+	$(BIN)/pcr-ray primitives --markdown > pcr_ray/core/primitives/PRIMITIVES.md
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache

@@ -16,7 +16,7 @@ import time
 
 from _machine import machine_info, write_result
 
-from pcr_ray.csp import CSPConfig, counterfactuals, prepare_gold, random_negatives
+from pcr_ray.negatives.csp import CSPConfig, counterfactuals, prepare_gold, random_negatives
 
 
 def corpus(n: int) -> dict[str, list]:

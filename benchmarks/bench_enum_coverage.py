@@ -38,7 +38,7 @@ def parse_setting(text: str) -> dict[str, Any]:
 
 def offered(problem: dict[str, Any], cfg: Any, t: int) -> bool:
     """Whether the enumerator of `cfg` offers gold step t of `problem` at its gold prefix (mine-pairs' check)."""
-    from pcr_ray.prm.mine import gold_state
+    from pcr_ray.negatives.mined import gold_state
 
     state, why = gold_state(problem, cfg, t)
     if state is None and why != "no_candidates":
@@ -58,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from pcr_ray.data.physics import generate_problems
-    from pcr_ray.prm.mine import MineConfig
+    from pcr_ray.negatives.mined import MineConfig
 
     settings = [parse_setting(s) for s in (args.setting or ["cap=48", "cap=96"])]
     problems = []

@@ -135,7 +135,7 @@ def main() -> None:
                     help="PRM tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
     ap.add_argument("--oracle", action="store_true",
-                    help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search_strategies."
+                    help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search."
                          "gold_oracle): the ceiling of these search settings; prm_only keeps its PRM")
     ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
     args = ap.parse_args()
@@ -144,7 +144,7 @@ def main() -> None:
     from pcr_ray.prm.ensemble import PRMEnsemble
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, run_search
-    from pcr_ray.search_strategies.gold_oracle import GoldPathScorer
+    from pcr_ray.search.gold_oracle import GoldPathScorer
 
     def load(path: Any) -> Any:
         return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16) and args.device == "cpu",

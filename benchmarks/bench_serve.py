@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests/ (g
 
 def workload(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """n /v1/score bodies with unique ids: gold problems (text + trace) and random verified traces."""
-    from pcr_ray.verifier import verify
+    from pcr_ray.core.verifier import verify
     from tests.gold_traces import GOLD
     from tests.trace_factory import random_trace
 
@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     import ray
     import torch  # noqa: F401  (version for the machine description)
 
-    from pcr_ray.serve import ServeSettings, start
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import start
 
     ckpt = _checkpoint(args.checkpoint)
     bodies = workload(args.requests)

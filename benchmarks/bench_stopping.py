@@ -7,7 +7,7 @@ of the gold trace's remaining quantities and every too-early answer. For each ch
 generated physics problems (gold givens, seed 11: not the pairs' seed 7919, not the search benchmark's
 seed 3) and optionally GSM8K test problems: how often the gold action ranks first, in the top 2 (beam 2
 keeps it), its mean reciprocal rank, and how often a too-early answer outscores the gold step. Candidates
-come from `pcr_ray.prm.mine.gold_state` (the search's typed enumerator, cap 48, rendered as the search
+come from `pcr_ray.negatives.mined.gold_state` (the search's typed enumerator, cap 48, rendered as the search
 renders them). Also reports the share of gold (context, action) pairs longer than the scorer's max_length
 (their context loses its start), and how often the enumerator itself offers the gold action or its equal
 (a step of the gold step's value; at the end, an answer of the gold value): where it does not, the search
@@ -49,7 +49,7 @@ def _problems(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
 def _states(problems: list[dict[str, Any]], cap: int = 48) -> list[Any]:
     """Every gold prefix's GoldState (end included) of every problem, in order (the typed enumerator at `cap`)."""
-    from pcr_ray.prm.mine import MineConfig, gold_state
+    from pcr_ray.negatives.mined import MineConfig, gold_state
 
     cfg = MineConfig(cap=cap)
     out = []

@@ -15,10 +15,10 @@ import time
 
 from _machine import machine_info, write_result
 
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.trace import parse_trace
-from pcr_ray.units import UREG, canonical_unit
-from pcr_ray.verifier import verify
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.units import UREG, canonical_unit
+from pcr_ray.core.verifier import verify
 
 
 def _single_step_traces(rng: random.Random, families_: set[str] | None, exclude: set[str]) -> list[dict]:

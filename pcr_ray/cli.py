@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
-    "serve": ("pcr_ray.serve:main", "start the Ray Serve scoring endpoint (Hydra app)"),
+    "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
     "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
 }
 

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from pcr_ray.primitives import REGISTRY, families
-from pcr_ray.trace import load_trace, step_json_schema, trace_json_schema
-from pcr_ray.verifier import CODES, Verdict, VerifierConfig, _diag, verify
+from pcr_ray.core.primitives import REGISTRY, families
+from pcr_ray.core.trace import load_trace, step_json_schema, trace_json_schema
+from pcr_ray.core.verifier import CODES, Verdict, VerifierConfig, make_diagnostic, verify
 
 
 def verify_main(argv: list[str]) -> int:
@@ -29,7 +29,7 @@ def verify_main(argv: list[str]) -> int:
         else:
             trace, errors = load_trace(path)
             if trace is None:
-                verdict = Verdict(False, tuple(_diag(e.step, e.code if e.code in CODES else "malformed",
+                verdict = Verdict(False, tuple(make_diagnostic(e.step, e.code if e.code in CODES else "malformed",
                                                      f"{e.path}: {e.message}") for e in errors))
             else:
                 verdict = verify(trace, cfg)
@@ -62,7 +62,7 @@ def schema_main(argv: list[str]) -> int:
 
 
 def primitives_markdown() -> str:
-    """The generated docs table (pcr_ray/primitives/PRIMITIVES.md)."""
+    """The generated docs table (pcr_ray/core/primitives/PRIMITIVES.md)."""
     lines = [
         "# Primitives",
         "",
@@ -74,7 +74,7 @@ def primitives_markdown() -> str:
         "delta_degF a change, one in K either. Parameters named `delta_t` take changes; the other temperature",
         "parameters (gas laws, Carnot, radiation) take readings. reading - reading is a change, reading +/- change",
         "a reading; reading + reading is refused. A change declared in degC or degF converts without the offset",
-        "(pcr_ray/temperature.py); an answer keeps its role: a change is answered in K or delta_degC/delta_degF,",
+        "(pcr_ray/core/temperature.py); an answer keeps its role: a change is answered in K or delta_degC/delta_degF,",
         "a reading in K or degC/degF.",
         "",
     ]

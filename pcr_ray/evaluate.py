@@ -23,9 +23,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pcr_ray.config import REPO_ROOT, conf_dir
+from pcr_ray.config import conf_dir, runs_dir
+from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 
-_STARTED_RAY = False  # whether this process started the local Ray (main() shuts it down at exit)
 
 
 def compose_config(overrides: Sequence[str] = (), config_name: str = "evaluate") -> DictConfig:
@@ -43,49 +43,6 @@ def _plain(node: Any) -> Any:
     if isinstance(node, DictConfig) or OmegaConf.is_config(node):
         return OmegaConf.to_container(node, resolve=True)
     return node
-
-
-def init_ray(rcfg: Mapping[str, Any]) -> str | None:
-    """Connect to Ray: reuse an initialized one; `address` (or RAY_ADDRESS) joins a cluster; else start locally.
-
-    Returns the namespace named actors live in.
-    """
-    global _STARTED_RAY
-    import ray
-
-    if ray.is_initialized():
-        return ray.get_runtime_context().namespace
-    address = rcfg.get("address") or os.environ.get("RAY_ADDRESS")
-    ns = rcfg.get("namespace") or None
-    env_vars = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
-                                           "PCR_RAY_DATA", "PCR_RAY_CACHE", "PCR_RAY_CONF") if k in os.environ}
-    env_vars.update({str(k): str(v) for k, v in (rcfg.get("env_vars") or {}).items()})
-    runtime_env = {"env_vars": env_vars} if env_vars else None
-    if address:
-        ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get(
-            "log_to_driver", True)))
-    else:  # no dashboard, hence no State API: the hook quiets what polls it (pcr_ray/ray_hooks.py)
-        from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
-
-        runtime_env = {**(runtime_env or {}), "worker_process_setup_hook": LOCAL_WORKER_SETUP_HOOK}
-        ray.init(num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"), include_dashboard=False,
-                 namespace=ns, runtime_env=runtime_env, log_to_driver=bool(rcfg.get("log_to_driver", True)),
-                 configure_logging=False)
-        _STARTED_RAY = True
-    return ray.get_runtime_context().namespace
-
-
-def shutdown_ray() -> None:
-    """Shut down the local Ray this process started (no-op when it joined one)."""
-    global _STARTED_RAY
-    if _STARTED_RAY:
-        import ray
-
-        from pcr_ray.pipeline.actors import release_all
-
-        release_all()
-        ray.shutdown()
-        _STARTED_RAY = False
 
 
 def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
@@ -135,7 +92,7 @@ def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:
 
             run_dir = HydraConfig.get().runtime.output_dir
         except Exception:
-            run_dir = REPO_ROOT / "outputs" / "evaluate" / time.strftime("%Y-%m-%d_%H-%M-%S")
+            run_dir = runs_dir() / "evaluate" / time.strftime("%Y-%m-%d_%H-%M-%S")
     p = Path(run_dir).expanduser().resolve()
     p.mkdir(parents=True, exist_ok=True)
     return p

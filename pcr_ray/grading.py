@@ -1,7 +1,7 @@
 """Answer grading: numbers with units and a relative tolerance, and MATH answers with math-verify.
 
 `grade(pred, gold, kind=...)` never raises: a malformed prediction is simply wrong, with a reason.
-Numeric answers convert between units through pcr_ray.units (an answer in another but convertible unit is
+Numeric answers convert between units through pcr_ray.core.units (an answer in another but convertible unit is
 right; one of the wrong dimension is wrong). MATH answers go through math-verify with its signal-based
 timeouts disabled (they only work in the main thread) and the time bounded by a daemon worker thread and an
 input-length cap, so grading works inside Ray workers and thread pools.
@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from pcr_ray.units import UnitError, try_unit_info
+from pcr_ray.core.units import UnitError, try_unit_info
 
 # Named settings: (kind, rel_tol, abs_tol). SciBench uses a 5% relative tolerance; GSM8K is exact.
 SETTINGS: dict[str, tuple[str, float, float]] = {

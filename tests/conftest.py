@@ -13,6 +13,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 REPO = Path(__file__).resolve().parent.parent
+# This repository's tests read the data sets laid beside the checkout and keep their cache inside it.
+os.environ.setdefault("PCR_RAY_DATA", str(REPO.parent / "shared" / "data"))
+os.environ.setdefault("PCR_RAY_CACHE", str(REPO / ".cache"))
 
 
 @pytest.fixture(scope="session")

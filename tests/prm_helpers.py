@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.prm.pairs import PairConfig, pairs_from_problems
+from pcr_ray.negatives.pairs import PairConfig, pairs_from_problems
 from tests.trace_factory import random_trace
 
 TEXT = "Problem {i}: use the givens to compute the requested quantity step by step."

@@ -19,8 +19,8 @@ from pcr_ray.data.givens import (
     used_givens,
 )
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.trace import Given
-from pcr_ray.units import unit_info
+from pcr_ray.core.trace import Given
+from pcr_ray.core.units import unit_info
 
 
 def _vu(text):

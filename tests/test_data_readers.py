@@ -9,7 +9,7 @@ import pytest
 
 from pcr_ray.data import DataMissingError, Problem, load_dataset
 from pcr_ray.data.readers import clean_scibench_unit, iter_gsm8k, last_boxed, parse_number
-from pcr_ray.units import unit_info
+from pcr_ray.core.units import unit_info
 
 
 def _lines(path):
@@ -114,12 +114,15 @@ def test_problem_dict_roundtrip():
 
 def test_empty_cache_and_data_variables_count_as_unset(monkeypatch, tmp_path) -> None:
     """`PCR_RAY_CACHE= make demo` must not turn the working directory into the cache."""
-    from pcr_ray.config import REPO_ROOT, cache_dir, data_dir
+    from pcr_ray.config import cache_dir, data_dir
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("PCR_RAY_CACHE", "")
     monkeypatch.setenv("PCR_RAY_DATA", "")
-    assert cache_dir() == (REPO_ROOT / ".cache").resolve()
-    assert data_dir() == (REPO_ROOT.parent / "shared" / "data").resolve()
+    assert cache_dir() == (tmp_path / "home" / ".cache" / "pcr_ray").resolve()
+    assert data_dir() == (tmp_path / "home" / ".local" / "share" / "pcr_ray" / "data").resolve()
     monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "c"))
     assert cache_dir() == (tmp_path / "c").resolve() and (tmp_path / "c").is_dir()

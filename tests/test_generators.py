@@ -12,9 +12,9 @@ from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.generators.llm_common import build_call, prompt_ops, sample_seeds
 from pcr_ray.generators.prompts import messages_for, op_lines, step_messages
 from pcr_ray.generators.schema import extract_code, extract_json, request_schema, visible_vars
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.trace import Given, Out, Step, parse_step, step_json_schema
-from pcr_ray.verifier import VerifierState, verify_step
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import Given, Out, Step, parse_step, step_json_schema
+from pcr_ray.core.verifier import VerifierState, verify_step
 
 CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
 CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))
@@ -258,8 +258,8 @@ def test_the_gold_step_is_offered_at_most_gold_prefixes_under_the_cap() -> None:
     parameters, 73% of the prefixes on another seed)."""
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.search import SearchProblem
-    from pcr_ray.search_strategies.candidates import check_step_candidate
-    from pcr_ray.trace import parse_trace
+    from pcr_ray.search.candidates import check_step_candidate
+    from pcr_ray.core.trace import parse_trace
 
     probs = [p for p in generate_problems(300, seed=17) if p.gold_steps and p.gold_steps <= 4][:60]
 

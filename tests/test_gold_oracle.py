@@ -11,11 +11,11 @@ from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
-from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
-from pcr_ray.search_strategies.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer
-from pcr_ray.search_strategies.scoring import pair_for
-from pcr_ray.trace import parse_trace
-from pcr_ray.verifier import VerifierState, verify
+from pcr_ray.search.candidates import check_step_candidate, parse_candidate
+from pcr_ray.search.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer
+from pcr_ray.search.scoring import pair_for
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import VerifierState, verify
 
 
 def _problems(n: int, min_steps: int) -> list:

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.verifier import verify
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.verifier import verify
 from tests.gold_traces import GOLD
 
 
@@ -81,7 +81,7 @@ def _all_suite_traces():
 
 
 def test_incremental_agrees_with_whole_on_every_suite_trace():
-    from pcr_ray.verifier import verify_incrementally
+    from pcr_ray.core.verifier import verify_incrementally
 
     n = 0
     for t in _all_suite_traces():

@@ -11,7 +11,7 @@ import pytest
 
 from pcr_ray.evaluate import compose_config, evaluate
 from pcr_ray.pipeline.results import read_shards, shard_paths
-from pcr_ray.verifier import verify
+from pcr_ray.core.verifier import verify
 from tests.pipeline_util import read_metrics, read_rows, smoke_overrides, tiny_checkpoint
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -154,6 +154,7 @@ def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke
     import ray
 
     from pcr_ray import evaluate as ev
+    from pcr_ray.pipeline.ray_runtime import started_here
     from pcr_ray.pipeline.summarize import main as summarize_main
 
     sweep = tmp_path / "sweep"
@@ -161,7 +162,7 @@ def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke
     rc = ev.main(["-m", "experiment=smoke", "methods=[verifier_only]", "search.beam_width=1,2",
                   "+search_source_overrides.physics.max_steps=1", f"hydra.sweep.dir={sweep}"])
     assert rc == 0
-    assert ray.is_initialized() and not ev._STARTED_RAY, "the sweep ran on the already-initialized Ray"
+    assert ray.is_initialized() and not started_here(), "the sweep ran on the already-initialized Ray"
     runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
     assert len(runs) == 2 and all((r / ".hydra" / "overrides.yaml").exists() for r in runs)
     default_steps = [r["n_steps"] for r in read_rows(smoke_run) if r["method"] == "verifier_only"]

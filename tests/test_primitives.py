@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from pcr_ray.primitives import REGISTRY, DimError, DomainError, families
-from pcr_ray.primitives import expr as ex
-from pcr_ray.units import DIMENSIONLESS, unit_info
+from pcr_ray.core.primitives import REGISTRY, DimError, DomainError, families
+from pcr_ray.core.primitives import expr as ex
+from pcr_ray.core.units import DIMENSIONLESS, unit_info
 
 PI = math.pi
 LN2 = math.log(2)
@@ -482,7 +482,7 @@ def test_expression_ops_through_registry() -> None:
 
 
 def test_solver_roots() -> None:
-    from pcr_ray.primitives.algebra import real_roots
+    from pcr_ray.core.primitives.algebra import real_roots
 
     assert real_roots("x**2 = 2", "x", {}) == pytest.approx((-math.sqrt(2), math.sqrt(2)))
     assert real_roots("(x - 1)**2", "x", {}) == pytest.approx((1.0,))

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.prm.mine import (
+from pcr_ray.negatives.mined import (
     MINED_ALTERNATIVE_STEP,
     MINED_ANSWER_TIMING,
     MINED_COLUMNS,
@@ -18,11 +18,11 @@ from pcr_ray.prm.mine import (
     mine_rows,
     select_negatives,
 )
-from pcr_ray.prm.pairs import PAIR_COLUMNS, split_of
+from pcr_ray.negatives.pairs import PAIR_COLUMNS, split_of
 from pcr_ray.search import SearchProblem
-from pcr_ray.search_strategies.candidates import check_step_candidate, parse_candidate
-from pcr_ray.trace import parse_trace
-from pcr_ray.verifier import VerifierState
+from pcr_ray.search.candidates import check_step_candidate, parse_candidate
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import VerifierState
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pcr_ray.pipeline.eval_prm import auroc, pair_metrics
-from pcr_ray.prm.pairs import SPLITS, PairConfig, pairs_from_problems
+from pcr_ray.negatives.pairs import SPLITS, PairConfig, pairs_from_problems
 from tests.prm_helpers import problem_rows, tiny_backbone
 
 pytestmark = pytest.mark.ray

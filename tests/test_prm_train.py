@@ -115,7 +115,7 @@ def test_short_minilm_training_learns(data_dir, tmp_path):
     """Real pairs (GSM8K gold traces, CSP negatives), real MiniLM: one short seeded epoch lowers the held-out loss
     and lifts held-out pairwise accuracy well above chance (measured here: about 0.8 after 128 pairs)."""
     from pcr_ray.data.readers import iter_gsm8k
-    from pcr_ray.prm.pairs import PairConfig, pairs_from_problems
+    from pcr_ray.negatives.pairs import PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import evaluate_pairs
 
     probs = [p.to_dict() for p in itertools.islice(iter_gsm8k("train", data_dir), 400) if p.gold_trace]

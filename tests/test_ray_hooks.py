@@ -11,10 +11,10 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import logging
     import ray
-    from pcr_ray.pipeline.make_pairs import _init_ray
+    from pcr_ray.pipeline.ray_runtime import init_ray
     from pcr_ray.ray_hooks import TRAIN_CLEANER_LOGGER
 
-    _init_ray({"num_cpus": 1})
+    init_ray({"num_cpus": 1})
 
     def level():
         return logging.getLogger(TRAIN_CLEANER_LOGGER).getEffectiveLevel()
@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
-    """A fresh local Ray (its own process: the test session's Ray is already up) from `_init_ray`."""
+    """A fresh local Ray (its own process: the test session's Ray is already up) from `init_ray`."""
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("levels"))

@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 
 from pcr_ray.commands import primitives_markdown
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.trace import step_json_schema, trace_json_schema
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import step_json_schema, trace_json_schema
 from tests.gold_traces import GOLD
 
 DOCS = Path(__file__).resolve().parent.parent / "pcr_ray" / "primitives" / "PRIMITIVES.md"
@@ -52,7 +52,7 @@ def test_schema_covers_registry_and_restricts():
 
 
 def test_primitives_md_in_sync():
-    assert DOCS.exists(), "run `make docs` to generate pcr_ray/primitives/PRIMITIVES.md"
+    assert DOCS.exists(), "run `make docs` to generate pcr_ray/core/primitives/PRIMITIVES.md"
     assert DOCS.read_text() == primitives_markdown(), "PRIMITIVES.md is stale: run `make docs`"
 
 

@@ -12,8 +12,8 @@ from pcr_ray.data.physics import generate_problems
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.search import METHODS, SearchConfig, SearchProblem, aggregate, run_search
-from pcr_ray.trace import Given
-from pcr_ray.verifier import verify
+from pcr_ray.core.trace import Given
+from pcr_ray.core.verifier import verify
 
 CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
 CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))
@@ -300,7 +300,7 @@ def test_gold_givens_do_not_reveal_which_are_distractors() -> None:
 
 
 def test_answer_selection_best_vs_weighted_vote() -> None:
-    from pcr_ray.search_strategies.selection import Answered, answer_quantity, select_answered
+    from pcr_ray.search.selection import Answered, answer_quantity, select_answered
 
     km, m = answer_quantity((("length", 1),), 500.0), answer_quantity((("length", 1),), 500.0000001)
     assert km == m  # 0.5 km and 500 m (SI values) are one quantity

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcr_ray.verifier import verify
+from pcr_ray.core.verifier import verify
 
 httpx = pytest.importorskip("httpx")
 schemathesis = pytest.importorskip("schemathesis")
@@ -69,7 +69,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def scorer(checkpoint: Path):
     from pcr_ray.prm.scorer import PRMScorer
-    from pcr_ray.serve import ServeSettings
+    from pcr_ray.serve.app import ServeSettings
 
     return PRMScorer.from_checkpoint(checkpoint, max_length=ServeSettings().scorer_max_length)
 
@@ -78,7 +78,7 @@ def scorer(checkpoint: Path):
 def client(scorer):
     from fastapi.testclient import TestClient
 
-    from pcr_ray.serve import LocalBackend, ServeSettings, create_app
+    from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
     app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
     with TestClient(app) as c:
@@ -89,7 +89,7 @@ def expected_pairs(problem: str, trace: dict) -> list[tuple[str, str]]:
     """(context, step) of every accepted step, rendered the way CSP training pairs are: steps carry the
     verifier's recomputed values (the spec the service must follow)."""
     from pcr_ray.prm.render import render_candidate, render_context, step_with_value
-    from pcr_ray.trace import parse_trace
+    from pcr_ray.core.trace import parse_trace
 
     verdict = verify(trace)
     givens = parse_trace(trace)[0].givens
@@ -247,7 +247,7 @@ def test_non_finite_values_stay_json(client) -> None:
 def test_without_checkpoint_score_is_503_and_verify_works() -> None:
     from fastapi.testclient import TestClient
 
-    from pcr_ray.serve import create_app
+    from pcr_ray.serve.app import create_app
 
     with TestClient(create_app(None)) as c:
         r = c.post("/v1/score", json={"problem": PROBLEM, "trace": EXAMPLE})
@@ -274,7 +274,7 @@ def test_openapi_documents_routes_and_errors(client) -> None:
 def test_schemathesis_fuzz_asgi(scorer, mode: str) -> None:
     """Schemathesis against the app's own OpenAPI schema (ASGI): no 5xx, responses match the schema, invalid
     bodies get a 4xx, valid ones a 200 (or 413 when over the body limit, which the schema cannot express)."""
-    from pcr_ray.serve import LocalBackend, ServeSettings, create_app
+    from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
     app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=_fuzz_config())
@@ -357,7 +357,7 @@ def test_forward_coalescer_merges_waiting_batches() -> None:
     import threading
     import time
 
-    from pcr_ray.serve import ForwardCoalescer
+    from pcr_ray.serve.deploy import ForwardCoalescer
 
     calls: list[int] = []
     lock = threading.Lock()
@@ -397,7 +397,8 @@ def test_settings_from_conf_and_cluster_config() -> None:
     from ray.serve.schema import ServeDeploySchema
 
     from pcr_ray.config import conf_dir
-    from pcr_ray.serve import ServeSettings, build_app
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import build_app
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="serve", overrides=["port=8001", "max_batch_size=16"])
@@ -409,7 +410,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
     assert (r.kind, r.checkpoint) == ("random", "/tmp/x")
     deploy = yaml.safe_load((REPO / "cluster" / "serve_config.yaml").read_text())
     app_cfg = ServeDeploySchema.model_validate(deploy).applications[0]
-    assert app_cfg.import_path == "pcr_ray.serve:build_app"
+    assert app_cfg.import_path == "pcr_ray.serve.deploy:build_app"
     assert ServeSettings.from_mapping(app_cfg.args).max_batch_size >= 1
     assert build_app({**app_cfg.args, "prm_enabled": False}) is not None  # builds the Serve app graph (no Ray needed)
     with pytest.raises(ValueError, match="unknown serve setting"):
@@ -429,7 +430,8 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
 
     from pcr_ray.config import conf_dir
     from pcr_ray.prm.scorer import PRMScorer
-    from pcr_ray.serve import PRMScorerDeployment, ServeSettings
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import PRMScorerDeployment
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         on = compose(config_name="serve", overrides=["prm.bf16=true"])
@@ -450,7 +452,7 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
 
 
 def test_cli_prints_config(capsys: pytest.CaptureFixture[str]) -> None:
-    from pcr_ray.serve import main
+    from pcr_ray.serve.deploy import main
 
     assert main(["--cfg", "job", "port=8011"]) == 0
     out = capsys.readouterr().out
@@ -470,7 +472,8 @@ def service(ray_session, checkpoint: Path):
     """The real app on local Ray: Serve on a free port, with the PRM, plus a second app without one."""
     from ray import serve
 
-    from pcr_ray.serve import ServeSettings, start
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import start
 
     port = _free_port()
     svc = start(ServeSettings(checkpoint=str(checkpoint), port=port, max_batch_size=16,

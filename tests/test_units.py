@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pcr_ray.units import (
+from pcr_ray.core.units import (
     DIMENSIONLESS,
     UnitError,
     canonical_unit,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcr_ray.trace import Step, parse_trace
-from pcr_ray.verifier import (
+from pcr_ray.core.trace import Step, parse_trace
+from pcr_ray.core.verifier import (
     CODES,
     VerifierConfig,
     VerifierState,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.trace import Answer, Given, Out, Step, Trace
-from pcr_ray.units import canonical_unit
-from pcr_ray.verifier import VerifierState, check_step, verify
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import Answer, Given, Out, Step, Trace
+from pcr_ray.core.units import canonical_unit
+from pcr_ray.core.verifier import VerifierState, check_step, verify
 
 GIVEN_TABLE: tuple[tuple[str, str, float, float], ...] = (
     ("v0", "m/s", 0.0, 20.0), ("v", "m/s", 5.0, 40.0), ("u", "m/s", 1.0, 30.0), ("a", "m/s^2", 0.5, 9.0),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pcr_ray.units import try_unit_info
+from pcr_ray.core.units import try_unit_info
 
 _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+(?:[eE][-+]?\d+)?"
 _NUM_RE = re.compile(rf"(?<![\w.])({_NUM})(?:\s*/\s*(\d+(?:\.\d+)?))?")

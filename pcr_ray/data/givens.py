@@ -1,7 +1,7 @@
 """Givens extraction: problem text -> givens (name, value, unit, description) and the target the question asks.
 
 The default `RuleBasedExtractor` reads numbers (commas, decimals, fractions, scientific notation, LaTeX
-`$...$` quantities, number words), the unit phrase next to each number (validated with pcr_ray.units), and
+`$...$` quantities, number words), the unit phrase next to each number (validated with pcr_ray.core.units), and
 words such as 'twice', 'half', 'a dozen', 'from rest'. The target is the unit the question names ('in
 kilojoules') or else the dimension it implies ('how far', 'how long', 'what force', 'how many dollars').
 Any other extractor (e.g. an LLM-based one) plugs in through the `GivensExtractor` protocol.
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from pcr_ray.trace import Given
-from pcr_ray.units import DEFAULT_COUNT_UNITS, DIMENSIONLESS, Dims, UnitInfo, try_unit_info, unit_info
+from pcr_ray.core.trace import Given
+from pcr_ray.core.units import DEFAULT_COUNT_UNITS, DIMENSIONLESS, Dims, UnitInfo, try_unit_info, unit_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +460,7 @@ def scan_quantities(text: str) -> list[Mention]:
         if unit == "dollar":
             unit = "USD"
         if unit in ("degC", "degF") and _CHANGE_BEFORE_RE.search(text[max(0, a - 40):a]):
-            unit = "delta_" + unit  # 'heated by 20 °C' is a change, not a reading (pcr_ray/temperature.py)
+            unit = "delta_" + unit  # 'heated by 20 °C' is a change, not a reading (pcr_ray/core/temperature.py)
         if m.group("fnum") or m.group("mixed"):
             kind = "fraction" if kind == "number" else kind
         out.append(Mention(v, unit, a, end, text[a:end], kind, noun if unit and not kind == "money" else ""))

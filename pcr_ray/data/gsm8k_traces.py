@@ -16,7 +16,7 @@ How a solution is converted:
    dimensionless one at a time (greedy, the demotion that gets furthest first) until every step checks.
    The trace records how many givens were demoted (`meta`, not part of the trace).
 4. The final answer is the last step whose value equals the `####` answer (later steps are dropped).
-5. The finished trace is run through `pcr_ray.verifier.verify`; it must pass and give the gold answer.
+5. The finished trace is run through `pcr_ray.core.verifier.verify`; it must pass and give the gold answer.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from functools import lru_cache
 from typing import Any
 
 from pcr_ray.data.givens import Mention, extract_target, name_for, normalize_text, noun_unit, read_unit, scan_quantities
-from pcr_ray.primitives import REGISTRY, DimError, DomainError
-from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
-from pcr_ray.verifier import verify
+from pcr_ray.core.primitives import REGISTRY, DimError, DomainError
+from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+from pcr_ray.core.verifier import verify
 
 ANNOTATION_RE = re.compile(r"<<([^<>=]*)=([^<>]*)>>")
 # Numbers a solution may introduce without the question stating them (dimensionless literals).

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcr_ray.data.problem import Problem
-from pcr_ray.primitives.constants import CONSTANTS
-from pcr_ray.units import unit_info
+from pcr_ray.core.primitives.constants import CONSTANTS
+from pcr_ray.core.units import unit_info
 
 TOPICS: tuple[str, ...] = ("kinematics", "dynamics", "energy", "momentum", "circuits", "thermodynamics", "waves",
                            "optics")

@@ -12,7 +12,7 @@ from typing import Any
 class Problem:
     """A problem with its gold answer (as written, as a number when it is one, and its unit) and gold trace.
 
-    `gold_trace` is a trace JSON dict (see pcr_ray.trace) or None; `gold_steps` is its number of steps.
+    `gold_trace` is a trace JSON dict (see pcr_ray.core.trace) or None; `gold_steps` is its number of steps.
     `level` and `subject` are '' / None where the source has none.
     """
 

@@ -30,7 +30,7 @@ class DataMissingError(FileNotFoundError):
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data folder: the argument, else $PCR_RAY_DATA, else ../shared/data next to the repository."""
+    """The data folder: the argument, else pcr_ray.config.data_dir() ($PCR_RAY_DATA or the user data folder)."""
     return Path(data_dir).expanduser().resolve() if data_dir else _default_data_dir()
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pcr_ray.trace import Given, Step
+from pcr_ray.core.trace import Given, Step
 
 MODES = ("step", "full", "python", "direct", "givens")
 

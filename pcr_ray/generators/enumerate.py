@@ -1,7 +1,7 @@
 """The symbolic enumerator: every (op, args) step over the variables at hand, as candidate JSON strings.
 
 Typed mode applies each parameter's dimension constraint and the temperature reading/change rule
-(pcr_ray.temperature) while enumerating, so every candidate is dimension-valid (an optimisation). Type-blind
+(pcr_ray.core.temperature) while enumerating, so every candidate is dimension-valid (an optimisation). Type-blind
 mode tries every op over every argument combination and guesses the output unit, so that what separates
 `nsprm` from `prm_only` is the verifier, not the generator.
 Rules shared by both modes, so that the output is deterministic:
@@ -41,13 +41,13 @@ from typing import Any
 
 from pcr_ray.generators.base import GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
-from pcr_ray.naming import fresh_name
-from pcr_ray.primitives import REGISTRY, DimError, Primitive
-from pcr_ray.primitives.constants import CONSTANTS, constant_dims
-from pcr_ray.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC_MAX
-from pcr_ray.temperature import answer_role_error, checks_op, step_role
-from pcr_ray.trace import Out, Step
-from pcr_ray.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+from pcr_ray.core.naming import fresh_name
+from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
+from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
+from pcr_ray.core.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC_MAX
+from pcr_ray.core.temperature import answer_role_error, checks_op, step_role
+from pcr_ray.core.trace import Out, Step
+from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
 CONST_HINTS: dict[str, str] = {

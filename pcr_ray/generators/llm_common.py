@@ -17,8 +17,8 @@ from pcr_ray.generators.schema import (
     satisfiable_ops,
     visible_vars,
 )
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.primitives.registry import EXACT
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.primitives.registry import EXACT
 
 # Always offered to an LLM (when satisfiable): the core ops every trace may rely on.
 CORE_OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "pow", "sqrt", "square", "neg", "const", "sum",

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pcr_ray.primitives import REGISTRY, Primitive
-from pcr_ray.primitives.registry import EXACT
-from pcr_ray.temperature import checks_op, given_role, step_role
-from pcr_ray.trace import Given, Step, step_json_schema
-from pcr_ray.units import DIMENSIONLESS, Dims, try_unit_info
+from pcr_ray.core.primitives import REGISTRY, Primitive
+from pcr_ray.core.primitives.registry import EXACT
+from pcr_ray.core.temperature import checks_op, given_role, step_role
+from pcr_ray.core.trace import Given, Step, step_json_schema
+from pcr_ray.core.units import DIMENSIONLESS, Dims, try_unit_info
 
 SCHEMA_LEVELS = ("ops", "names")
 # Tighter than the trace schema's (a subset of it): small grammars decode faster and cannot ramble.
@@ -35,7 +35,7 @@ class VarInfo:
     dims: Dims | None
     value: float | None = None
     is_given: bool = False
-    temp: str = ""  # temperature role: 'reading', 'change' or '' (pcr_ray.temperature)
+    temp: str = ""  # temperature role: 'reading', 'change' or '' (pcr_ray.core.temperature)
 
 
 def visible_vars(givens: Sequence[Given], steps: Sequence[Step]) -> list[VarInfo]:

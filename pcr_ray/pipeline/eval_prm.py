@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from pcr_ray.config import cache_dir
-from pcr_ray.csp import CSP_KINDS, RANDOM_KINDS
-from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
-from pcr_ray.prm.pairs import MINED_KINDS
-from pcr_ray.prm.search_pairs import SEARCH_KINDS
+from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
+from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
+from pcr_ray.negatives.pairs import MINED_KINDS
+from pcr_ray.negatives.search_pairs import SEARCH_KINDS
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
@@ -201,7 +202,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     split = str(cfg.get("split", "test"))
     use_ray = bool(cfg.get("use_ray", True))
     if use_ray:
-        _init_ray(cfg.get("ray"))
+        init_ray(cfg.get("ray"))
         check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
     kinds = cfg.get("kinds")
     df = select_pairs(read_split(pairs_dir, split, use_ray), kinds, int(cfg.get("limit_per_kind") or 0))

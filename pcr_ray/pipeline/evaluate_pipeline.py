@@ -182,7 +182,7 @@ def _problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _search_problem(row: Mapping[str, Any]) -> Any:
     from pcr_ray.search import SearchProblem
-    from pcr_ray.trace import Given
+    from pcr_ray.core.trace import Given
 
     givens = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless", g.get("desc", ""))
                    for g in json.loads(row.get("sp_givens") or "[]"))

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pcr_ray.csp import CSP_KINDS
-from pcr_ray.prm.pairs import MINED_KINDS
-from pcr_ray.prm.search_pairs import SEARCH_KINDS
+from pcr_ray.negatives.csp import CSP_KINDS
+from pcr_ray.negatives.pairs import MINED_KINDS
+from pcr_ray.negatives.search_pairs import SEARCH_KINDS
 
 
 def _hydra_list(kinds: Sequence[str]) -> str:

@@ -1,7 +1,7 @@
 """`pcr-ray make-pairs`: gold traces -> CSP and random-perturbation pairs with Ray Data -> parquet splits.
 
 Problems come from named data sets (pcr_ray.data.readers) or parquet/jsonl files of Problem rows; Ray Data
-maps `pcr_ray.prm.pairs.pair_records` over them on CPU workers (map_batches) and writes
+maps `pcr_ray.negatives.pairs.pair_records` over them on CPU workers (map_batches) and writes
 <out_dir>/{train,validation,test}/*.parquet (split by a hash of the problem id: no problem in two splits) and
 <out_dir>/summary.json. A new output replaces the old one only once it is complete.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.config import cache_dir, conf_dir
-from pcr_ray.prm.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
+from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
 
 CONFIG_NAME = "make_pairs"
 
@@ -46,7 +47,7 @@ def pairs_batch(batch: Any, pair_cfg: PairConfig) -> Any:
     return pd.DataFrame(out, columns=list(PAIR_COLUMNS))
 
 
-def _problem_rows(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def problem_rows(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     from pcr_ray.data.readers import load_dataset
 
     rows: list[dict[str, Any]] = []
@@ -77,34 +78,18 @@ def _file_datasets(sources: Sequence[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
-def _init_ray(rcfg: Mapping[str, Any] | None) -> None:
-    import ray
-
-    if ray.is_initialized():
-        return
-    from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
-
-    rcfg = dict(rcfg or {})
-    runtime_env: dict[str, Any] = {"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                                                "OMP_WAIT_POLICY": "PASSIVE"}}
-    if not rcfg.get("address"):  # a local Ray without dashboard (no State API): quiet what polls it
-        runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
-    ray.init(address=rcfg.get("address"), num_cpus=rcfg.get("num_cpus"), include_dashboard=False,
-             log_to_driver=bool(rcfg.get("log_to_driver", True)), runtime_env=runtime_env)
-
-
 def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Build the pair splits described by `cfg` (a make_pairs config as a dict); returns the summary."""
     import ray
 
     t0 = time.perf_counter()
-    _init_ray(cfg.get("ray"))
+    init_ray(cfg.get("ray"))
     pair_cfg = _pair_config(cfg)
     out_dir = Path(str(cfg.get("out_dir") or default_pairs_dir())).expanduser().resolve()
     sources = list(cfg.get("sources") or [])
     if not sources:
         raise ValueError("make-pairs needs at least one source (sources=[{name: physics, kwargs: {n: 100}}])")
-    rows = _problem_rows(sources)
+    rows = problem_rows(sources)
     parts = ([ray.data.from_items(rows)] if rows else []) + _file_datasets(sources)
     if not parts:
         raise ValueError("no problems with gold traces in the configured sources")

@@ -61,7 +61,7 @@ def _load(trace: Any) -> dict | None:
 
 def _steps_with_values(trace: dict) -> tuple[list[tuple[str, dict, float]], list[float], Any]:
     """[(op, args, base value)] of the steps the verifier accepts, the givens' base values, and the verdict."""
-    from pcr_ray.verifier import verify
+    from pcr_ray.core.verifier import verify
 
     verdict = verify(trace)
     steps = [(s.op, dict(s.step.args) if s.step else {}, s.base) for s in verdict.steps]
@@ -116,7 +116,7 @@ def classify_error(row: Mapping[str, Any], gold_trace: Any = None) -> tuple[str,
     pred = _load(row.get("trace_json"))
     gold = _load(gold_trace)
     if pred is not None:
-        from pcr_ray.verifier import verify
+        from pcr_ray.core.verifier import verify
 
         verdict = verify(pred)
         if not verdict.ok and verdict.first_failure is not None:

@@ -1,7 +1,7 @@
 """`pcr-ray mine-pairs`: hard negatives mined with a PRM checkpoint along gold traces, added to make-pairs' output.
 
 Problems come from the same sources as make-pairs (same split hash, so a problem keeps its split); Ray Data maps
-`pcr_ray.prm.mine.mine_rows` over them in PRM actors (ActorPoolStrategy), or it runs in this process
+`pcr_ray.negatives.mined.mine_rows` over them in PRM actors (ActorPoolStrategy), or it runs in this process
 (`use_ray: false`). Writes <pairs_dir>/<split>/<stem>.parquet, the stem by `positions` (end:
 mined_answer_timing, early: mined_answer_timing_early, steps: mined_alternative_step, all: mined_all), next to
 pairs.parquet (train-prm and eval-prm read every parquet file of a split) and <pairs_dir>/<stem>_summary.json.
@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
-from pcr_ray.pipeline.make_pairs import _init_ray, _problem_rows, default_pairs_dir, hydra_main
-from pcr_ray.prm.mine import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
-from pcr_ray.prm.pairs import SPLITS, split_of
+from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.make_pairs import problem_rows, default_pairs_dir, hydra_main
+from pcr_ray.negatives.mined import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
+from pcr_ray.negatives.pairs import SPLITS, split_of
 
 CONFIG_NAME = "mine_pairs"
 
@@ -90,7 +91,7 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     placement = scorer_placement(prm, cfg)
     use_ray = bool(cfg.get("use_ray", True))
     if use_ray:  # before any work: a GPU the local Ray lacks is an error now, not a wait later
-        _init_ray(cfg.get("ray"))
+        init_ray(cfg.get("ray"))
         check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
     mcfg = _mine_config(cfg)
     pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser().resolve()
@@ -100,7 +101,7 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     sources = [s for s in (cfg.get("sources") or []) if not s.get("path")]
     if not sources:
         raise ValueError("mine-pairs needs named sources (sources=[{name: physics, kwargs: {n: 100}}])")
-    problems = _select_problems(_problem_rows(sources), cfg, mcfg)
+    problems = _select_problems(problem_rows(sources), cfg, mcfg)
     if not problems:
         raise ValueError("no problems with gold traces in the configured sources and splits")
     kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.config import cache_dir
-from pcr_ray.pipeline.make_pairs import _init_ray, default_pairs_dir, hydra_main
+from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
-from pcr_ray.prm.pairs import KIND_GROUPS, MINED_KINDS
+from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
 
 CONFIG_NAME = "train_prm"
 # torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads
@@ -212,7 +213,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not cfg.get("resume", True):
         shutil.rmtree(storage / run_name, ignore_errors=True)
 
-    _init_ray(cfg.get("ray"))
+    init_ray(cfg.get("ray"))
     weights = dict(cfg.get("kind_weights") or {})
     listwise = str(tcfg.get("loss", "pairwise")) == "listwise"
     if listwise and weights:

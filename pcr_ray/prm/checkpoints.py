@@ -118,7 +118,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
     seed train the same steps on any machine (up to floating-point differences between CPUs); max_seconds > 0
     stops earlier on a slow one, at the price of a model that depends on the machine's speed (0: no clock).
     """
-    from pcr_ray.prm.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
+    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
 
     _check_kind(kind)

@@ -7,7 +7,7 @@ Compact on purpose (the PRM forward pass is the CPU's bottleneck): a step is
 `problem text | givens: ... | steps: s1; s2; ...`. Numbers use at most 4 significant digits in values and 6 in
 literals, so equal computations render equally.
 
-Computed quantities are renamed the way the enumerator names them (`pcr_ray.naming`: dimension stem + step
+Computed quantities are renamed the way the enumerator names them (`pcr_ray.core.naming`: dimension stem + step
 number; givens keep their names), in the prefix, in the candidate step and in answer declarations
 (`render_candidate`, `render_answer(..., names=...)`): a gold trace's `Q_warm` and a search's `E3` render
 alike, so what the PRM learns from gold traces is what it sees at search time. `render_step` alone renders a
@@ -21,10 +21,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.naming import fresh_name
-from pcr_ray.primitives import REGISTRY
-from pcr_ray.trace import Answer, Given, Out, Step
-from pcr_ray.units import try_unit_info
+from pcr_ray.core.naming import fresh_name
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import Answer, Given, Out, Step
+from pcr_ray.core.units import try_unit_info
 
 RENDER_VERSION = 2  # 2: computed quantities renamed canonically (1: names as written)
 
@@ -103,7 +103,7 @@ def _dims(unit: str) -> Any:
 
 def canonical_names(givens: Sequence[Given | Mapping[str, Any]], prefix: Sequence[Step | Mapping[str, Any]]
                     ) -> dict[str, str]:
-    """Each prefix step's output name -> its canonical name (`pcr_ray.naming.fresh_name` of its dimension and
+    """Each prefix step's output name -> its canonical name (`pcr_ray.core.naming.fresh_name` of its dimension and
     position, unique among the givens' names and earlier canonical names)."""
     taken = {_given_name(g) for g in givens}
     names: dict[str, str] = {}

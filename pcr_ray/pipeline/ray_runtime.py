@@ -1,0 +1,63 @@
+"""The one way pcr_ray connects to Ray: join a cluster (`address` or RAY_ADDRESS) or start a local Ray."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+# environment passed on to every worker when set in the driver (data, cache and config locations; offline hubs)
+PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "PCR_RAY_DATA", "PCR_RAY_CACHE",
+              "PCR_RAY_CONF")
+# set on every worker unless the driver says otherwise: fork-safe tokenizers, OpenMP threads that sleep when idle
+WORKER_ENV = {"TOKENIZERS_PARALLELISM": "false", "OMP_WAIT_POLICY": "PASSIVE"}
+
+_started_here = False
+
+
+def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
+    """Connect to Ray: reuse an initialized one; `address` (or RAY_ADDRESS) joins a cluster; else start locally.
+
+    `rcfg` is a `ray:` config block (address, namespace, num_cpus, num_gpus, env_vars, log_to_driver).
+    Returns the namespace that named actors live in.
+    """
+    global _started_here
+    import ray
+
+    if ray.is_initialized():
+        return ray.get_runtime_context().namespace
+    rcfg = dict(rcfg or {})
+    address = rcfg.get("address") or os.environ.get("RAY_ADDRESS")
+    ns = rcfg.get("namespace") or None
+    env_vars = {**WORKER_ENV, **{k: os.environ[k] for k in PASSED_ENV if k in os.environ}}
+    env_vars.update({str(k): str(v) for k, v in (rcfg.get("env_vars") or {}).items()})
+    runtime_env: dict[str, Any] = {"env_vars": env_vars}
+    log_to_driver = bool(rcfg.get("log_to_driver", True))
+    if address:
+        ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver)
+    else:  # no dashboard, hence no State API: the hook quiets what polls it (pcr_ray/ray_hooks.py)
+        from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
+
+        runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
+        ray.init(num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"), include_dashboard=False,
+                 namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver, configure_logging=False)
+        _started_here = True
+    return ray.get_runtime_context().namespace
+
+
+def started_here() -> bool:
+    """Whether this process started the local Ray it is connected to (and so should shut it down)."""
+    return _started_here
+
+
+def shutdown_ray() -> None:
+    """Shut down the local Ray this process started (no-op when it joined one)."""
+    global _started_here
+    if _started_here:
+        import ray
+
+        from pcr_ray.pipeline.actors import release_all
+
+        release_all()
+        ray.shutdown()
+        _started_here = False

@@ -1,0 +1,95 @@
+"""A gold-path oracle in the scorer's place: what the search reaches with a PRM that knows the gold trace.
+
+`GoldPathScorer.score(pairs)` takes the (context, candidate) texts the search sends a PRM and scores each by the
+problem's verified gold trace: an answer declaration of the gold answer value 1.0, a step computing a gold
+step's value (same dimension, 4 significant digits as rendered) not yet in the prefix 0.9, a gold value the
+prefix already holds 0.05, anything else 0.0. Run in the PRM's place it measures the ceiling of a search
+configuration (enumerator cap, beam, step limit): a problem it does not solve cannot be solved by any PRM along
+the gold path. A diagnostic for benchmarks, never a method: it reads the gold answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pcr_ray.prm.render import render_context
+from pcr_ray.search.types import SearchProblem
+from pcr_ray.core.units import Dims, try_unit_info
+from pcr_ray.core.verifier import verify
+
+ANSWER, GOLD_STEP, REPEATED, OTHER = 1.0, 0.9, 0.05, 0.0
+REL_TOL = 2e-3  # values are rendered with 4 significant digits
+_VALUE = re.compile(r"= (?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?inf|nan)(?: \[(?P<u>[^\]]*)\])?$")
+
+
+@dataclass(frozen=True)
+class GoldPath:
+    """One problem's gold quantities in base units: every step's (value, dims) and the answer's."""
+
+    context: str  # render_context(text, givens, ()): how every context of this problem starts
+    steps: tuple[tuple[float, Dims], ...]
+    answer: tuple[float, Dims]
+
+
+def _quantity(text: str) -> tuple[float, Dims] | None:
+    """(base value, dims) of a rendered `... = value [unit]`, or None when the text carries no value."""
+    m = _VALUE.search(text.strip())
+    if m is None:
+        return None
+    info = try_unit_info(m.group("u") or "dimensionless")
+    if info is None:
+        return None
+    return info.to_base(float(m.group("v"))), info.dims
+
+
+def _same(a: tuple[float, Dims], b: tuple[float, Dims]) -> bool:
+    return a[1] == b[1] and math.isclose(a[0], b[0], rel_tol=REL_TOL)  # relative only: SI values span 1e-30..1e30
+
+
+def gold_path(problem: Any) -> GoldPath:
+    """The GoldPath of a pcr_ray Problem (or its dict) with a gold trace; ValueError when it has none that verifies."""
+    sp = SearchProblem.from_problem(problem, givens="gold")
+    trace = problem["gold_trace"] if isinstance(problem, Mapping) else problem.gold_trace
+    v = verify(trace)
+    if not v.ok or not v.answer:
+        raise ValueError(f"problem {sp.id}: its gold trace does not verify to an answer ({v.first_failure})")
+    return GoldPath(render_context(sp.text, sp.givens, ()), tuple((s.base, s.dims) for s in v.steps),
+                    (v.answer[0].base, v.answer[0].dims))
+
+
+class GoldPathScorer:
+    """Scores (context, candidate) pairs of known problems by their gold paths (see the module docstring)."""
+
+    def __init__(self, paths: Iterable[GoldPath]) -> None:
+        self.paths = sorted(paths, key=lambda p: -len(p.context))  # the longest matching problem text wins
+        self.identity = {"kind": "gold_path_oracle"}
+
+    @classmethod
+    def from_problems(cls, problems: Iterable[Any]) -> GoldPathScorer:
+        return cls(gold_path(p) for p in problems)
+
+    def _path(self, context: str) -> GoldPath:
+        for p in self.paths:
+            if context == p.context or context.startswith(p.context + " | steps: "):
+                return p
+        raise KeyError(f"the oracle knows no problem of this context: {context[:120]!r}")
+
+    def score_one(self, context: str, candidate: str) -> float:
+        path = self._path(context)
+        q = _quantity(candidate.split("; ")[0] if candidate.startswith("answer: ") else candidate)
+        if q is None:
+            return OTHER
+        if candidate.startswith("answer: "):
+            return ANSWER if _same(q, path.answer) else OTHER
+        if not any(_same(q, g) for g in path.steps):
+            return OTHER
+        steps = context.split(" | steps: ", 1)[1].split("; ") if " | steps: " in context else []
+        done = [d for d in (_quantity(s) for s in steps) if d is not None]
+        return REPEATED if any(_same(q, d) for d in done) else GOLD_STEP
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return [self.score_one(c, s) for c, s in pairs]

@@ -1,0 +1,257 @@
+"""Verifier-first search over structured traces: config, problems, results, and the `run_search` entry point.
+
+Methods (DESIGN part 5):
+- `nsprm`: k candidates per beam -> parse -> incremental verification (rejections feed a diagnostic into a
+  bounded retry) -> PRM scores the survivors only -> top-B partial traces by an aggregate of step scores.
+- `prm_only`: the same without the verifier filter: every parsed candidate is scored; a step's value is its
+  claimed value, else it is computed ignoring units (steps with neither are unusable and dropped).
+- `verifier_only`: the verifier filter without the PRM: survivors are kept in generator order.
+- `greedy`: nsprm with B = 1.
+- `best_of_n`: N whole traces sampled, verified, ranked by the PRM's aggregate over their steps.
+The strategies live beside this module in pcr_ray/search/; this module holds the shared types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from pcr_ray.search.selection import SELECTIONS
+from pcr_ray.core.trace import Given
+from pcr_ray.core.units import canonical_unit, try_unit_info
+
+METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
+AGGREGATES = ("last", "min", "mean", "prod")
+STOPS = ("first", "best")
+TIE_BREAKS = ("rank", "last")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Search settings; `method` picks the variant, the rest bound the work done per problem.
+
+    beam_width: B partial traces kept per step; k: candidates asked per beam (LLM generators; the
+    enumerator returns its whole capped list); max_steps: longest trace; max_retries: re-asks of a beam
+    whose candidates were all rejected (each carries the diagnostics); aggregate: how step scores make a
+    trace score; threshold: steps scored below it are pruned; n_complete: answered traces to collect before
+    stopping; max_backtracks: times a problem whose beams all died resumes from the best pruned alternatives;
+    n_samples: N for best_of_n; render_values: steps shown to the PRM with their computed value (as in training);
+    answer_selection: which answered trace is returned when there are several (n_complete > 1, best_of_n):
+    `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search/selection.py);
+    stop: when a PRM-ranked search ends once it holds n_complete answered traces: `first` at once, `best` only when
+    no live beam scores above the best answered trace (a weaker beam's answer does not end a better-scored path;
+    exact for `min` and `prod`, which never rise along a trace).
+    tie_break: how children of equal aggregate are ordered: `rank` (generator order, which puts answer
+    declarations first) or `last` (the child's own score first, then generator order). Under `min` every child
+    of a beam whose weakest step is below the child's score ties at that step's score, so `rank` lets an answer
+    declaration end a path that the PRM scores a continuation of higher.
+    """
+
+    method: str = "nsprm"
+    beam_width: int = 4
+    k: int = 8
+    max_steps: int = 8
+    max_retries: int = 2
+    aggregate: str = "last"
+    threshold: float = 0.0
+    n_complete: int = 1
+    max_backtracks: int = 3
+    max_feedback: int = 3
+    n_samples: int = 8
+    seed: int = 0
+    dedupe_beams: bool = True
+    render_values: bool = True
+    log_candidates: bool = False
+    answer_selection: str = "best"
+    stop: str = "first"
+    tie_break: str = "rank"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.answer_selection not in SELECTIONS:
+            raise ValueError(f"answer_selection must be one of {SELECTIONS}, got {self.answer_selection!r}")
+        if self.stop not in STOPS:
+            raise ValueError(f"stop must be one of {STOPS}, got {self.stop!r}")
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
+        for name in ("beam_width", "k", "max_steps", "n_complete", "n_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("max_retries", "max_backtracks", "max_feedback"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+        if self.method == "greedy" and self.beam_width != 1:
+            object.__setattr__(self, "beam_width", 1)
+
+    @property
+    def uses_verifier(self) -> bool:
+        return self.method != "prm_only"
+
+    @property
+    def uses_prm(self) -> bool:
+        return self.method != "verifier_only"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SearchConfig:
+        """From a (Hydra) mapping; unknown keys are an error so that typos do not pass silently."""
+        names = {f.name for f in fields(cls)}
+        extra = set(d) - names
+        if extra:
+            raise ValueError(f"unknown search option(s) {sorted(extra)}; known: {sorted(names)}")
+        return cls(**dict(d))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def aggregate(scores: Sequence[float], how: str) -> float:
+    """A trace score from its step scores: last, min, mean or prod; 0.0 for no steps."""
+    if not scores:
+        return 0.0
+    if how == "last":
+        return float(scores[-1])
+    if how == "min":
+        return float(min(scores))
+    if how == "mean":
+        return float(sum(scores) / len(scores))
+    if how == "prod":
+        return float(math.prod(scores))
+    raise ValueError(f"unknown aggregate {how!r}")
+
+
+@dataclass(frozen=True)
+class SearchProblem:
+    """What the search needs of a problem: text, givens, the asked unit ('' if unknown) and the gold answer."""
+
+    id: str
+    text: str
+    givens: tuple[Given, ...]
+    target_unit: str = ""
+    gold_value: float | None = None
+    gold_unit: str = ""
+    source: str = ""
+    gold_steps: int | None = None
+    givens_source: str = "gold"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.givens, tuple):
+            object.__setattr__(self, "givens", tuple(self.givens))
+
+    @classmethod
+    def from_problem(cls, problem: Any, *, givens: str = "auto", extractor: Any = None) -> SearchProblem:
+        """From a pcr_ray.data Problem (or its dict). givens: 'gold' | 'extract' | 'auto' (gold when present).
+
+        With gold givens the target unit is the gold trace's answer unit (the trace declares what is asked);
+        with extracted givens it is the extractor's target (its unit, or the SI unit of the implied dimension).
+        """
+        if isinstance(problem, Mapping):
+            from pcr_ray.data.problem import Problem
+
+            problem = Problem.from_dict(dict(problem))
+        if givens not in ("gold", "extract", "auto"):
+            raise ValueError(f"givens must be gold, extract or auto, got {givens!r}")
+        trace = problem.gold_trace
+        use_gold = givens == "gold" or (givens == "auto" and trace is not None and trace.get("givens"))
+        if use_gold:
+            if trace is None:
+                raise ValueError(f"problem {problem.id} has no gold trace to take givens from")
+            gv = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless",
+                             public_desc(g.get("desc", ""))) for g in trace.get("givens", []))
+            answer = trace.get("answer") or []
+            target = answer[0].get("unit", "") if answer else ""
+            source = "gold"
+        else:
+            from pcr_ray.data.givens import extract
+
+            ex = extract(problem.text, extractor)
+            gv = ex.givens
+            target = target_unit_of(ex.target)
+            source = "llm" if extractor is not None and type(extractor).__name__.startswith("LLM") else "extract"
+        return cls(problem.id, problem.text, gv, target or "", problem.answer_value, problem.answer_unit or "",
+                   problem.source, problem.gold_steps, source)
+
+
+# The physics generator marks distractors in its gold data; a method must see only what the text says.
+_GOLD_ANNOTATIONS = ("not needed: ",)
+
+
+def public_desc(desc: str) -> str:
+    """A gold given's description as a method may see it: without the data's own annotations."""
+    for mark in _GOLD_ANNOTATIONS:
+        if desc.startswith(mark):
+            return desc[len(mark):]
+    return desc
+
+
+def target_unit_of(target: Any) -> str:
+    """A unit string for an extractor Target: its unit when named, else the SI unit of its dimension, else ''."""
+    unit = getattr(target, "unit", None)
+    if unit and try_unit_info(unit) is not None:
+        return unit
+    dims = getattr(target, "dims", None)
+    return canonical_unit(dims) if dims is not None else ""
+
+
+@dataclass
+class SearchResult:
+    """The outcome of searching one problem, with everything needed to audit it."""
+
+    id: str
+    method: str
+    answer_value: float | None = None
+    answer_unit: str = ""
+    answer_name: str = ""
+    trace: dict[str, Any] | None = None
+    trace_ok: bool = False
+    final_diagnostics: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # final trace: rendered step, verdict, score
+    score: float | None = None
+    stop_reason: str = ""
+    n_proposed: int = 0
+    n_parsed: int = 0
+    n_verified: int = 0
+    n_scored: int = 0
+    n_prm_calls: int = 0
+    n_cache_hits: int = 0
+    retries: int = 0
+    backtracks: int = 0
+    iterations: int = 0
+    wall_s: float = 0.0
+    gen_s: float = 0.0
+    verify_s: float = 0.0
+    prm_s: float = 0.0
+    reject_codes: dict[str, int] = field(default_factory=dict)
+    round_stats: dict[str, int] = field(default_factory=dict)  # first asks vs retries: proposed/parsed/verified
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # with log_candidates
+    gold_value: float | None = None
+    gold_unit: str = ""
+    source: str = ""
+    gold_steps: int | None = None
+    givens_source: str = ""
+    error: str = ""
+
+    @classmethod
+    def for_problem(cls, p: SearchProblem, method: str) -> SearchResult:
+        """An empty result for problem `p` (ids and gold fields filled), to be completed by a method."""
+        return cls(id=p.id, method=method, gold_value=p.gold_value, gold_unit=p.gold_unit, source=p.source,
+                   gold_steps=p.gold_steps, givens_source=p.givens_source)
+
+    @property
+    def answered(self) -> bool:
+        return self.answer_value is not None
+
+    def to_record(self) -> dict[str, Any]:
+        """A flat row for parquet: nested parts as JSON strings."""
+        row = asdict(self)
+        row["answered"] = self.answered
+        for key in ("trace", "final_diagnostics", "steps", "reject_codes", "round_stats", "candidates"):
+            row[key] = json.dumps(row[key], separators=(",", ":"), default=str)
+        return row

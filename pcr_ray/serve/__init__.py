@@ -1,0 +1,1 @@
+"""The scoring service: `app` (FastAPI, Ray-free), `models` (pydantic), `deploy` (Ray Serve)."""

@@ -1,0 +1,289 @@
+"""Ray Serve deployment of the scoring app (`pcr-ray serve`): ingress + PRM deployment with dynamic batching.
+
+Two deployments: `ScoringIngress` (the FastAPI app of `pcr_ray.serve.app`; runs the symbolic verifier on its own
+CPU) and `PRMScorerDeployment` (the PRM, batched across requests). `build_app` is the `serve deploy` import
+path. HTTP requests to the Serve proxy need no Ray auth token (token auth guards Ray's own APIs and the
+dashboard, which `serve deploy` talks to).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from ray import serve
+
+from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
+from pcr_ray.serve.app import HandleBackend, ServeSettings, create_app, resolve_checkpoint
+
+
+_BATCHES_IN_FLIGHT = 8  # @serve.batch batches that may wait on the model at once (merged by ForwardCoalescer)
+
+
+class ForwardCoalescer:
+    """One model call at a time; whatever requests queued up meanwhile go into the next call together.
+
+    `@serve.batch` forms its next batch while the current one runs (it only waits `batch_wait_timeout_s`
+    for company), so with a forward pass slower than that, batches stay as small as the arrivals of a few
+    milliseconds. Batches that wait for the model are merged here (up to `max_requests` requests per call).
+    """
+
+    def __init__(self, fn: Any, max_requests: int) -> None:
+        self._fn = fn
+        self.max_requests = max(1, int(max_requests))
+        self._pending: list[tuple[list[list[tuple[str, str]]], asyncio.Future]] = []
+        self._running = False
+        self.calls = 0
+        self.requests = 0
+        self.pairs = 0
+        self.max_requests_per_call = 0
+
+    async def score(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
+        """Scores for each request's pairs (one list per request, in order)."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending.append((requests, fut))
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await fut
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                take, n = [], 0
+                while self._pending and (not take or n + len(self._pending[0][0]) <= self.max_requests):
+                    reqs, fut = self._pending.pop(0)
+                    take.append((reqs, fut))
+                    n += len(reqs)
+                flat = [tuple(p) for reqs, _ in take for r in reqs for p in r]
+                try:
+                    scores = list(await asyncio.to_thread(self._fn, flat)) if flat else []
+                    if len(scores) != len(flat):
+                        raise RuntimeError(f"scorer returned {len(scores)} scores for {len(flat)} pairs")
+                except Exception as exc:  # every waiting caller gets the error, none hangs
+                    for _, fut in take:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                self.calls += 1
+                self.requests += n
+                self.pairs += len(flat)
+                self.max_requests_per_call = max(self.max_requests_per_call, n)
+                k = 0
+                for reqs, fut in take:
+                    out = []
+                    for r in reqs:
+                        out.append([float(x) for x in scores[k:k + len(r)]])
+                        k += len(r)
+                    if not fut.done():
+                        fut.set_result(out)
+        finally:
+            self._running = False
+
+    def stats(self) -> dict[str, int]:
+        """Model calls (`batches`), requests and pairs scored, largest call in requests."""
+        return {"batches": self.calls, "requests": self.requests, "pairs": self.pairs,
+                "max_requests_per_batch": self.max_requests_per_call}
+
+
+@serve.deployment(name="PRMScorer")
+class PRMScorerDeployment:
+    """The PRM (PRMScorer.from_checkpoint) behind `@serve.batch`: concurrent requests share forward passes."""
+
+    def __init__(self, checkpoint: str, max_batch_size: int = 32, batch_wait_timeout_s: float = 0.01,
+                 int8: bool = False, device: str = "cpu", scorer_max_batch: int = 64,
+                 scorer_max_length: int | None = None, torch_threads: int = 0, bf16: bool = False) -> None:
+        if torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(torch_threads)
+        from pcr_ray.prm.scorer import PRMScorer
+
+        self.scorer = PRMScorer.from_checkpoint(checkpoint, device=device, int8=int8, bf16=bf16,
+                                                max_batch=scorer_max_batch, max_length=scorer_max_length)
+        self._batched.set_max_batch_size(max_batch_size)
+        self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
+        self.max_batch_size = max_batch_size
+        self.batch_wait_timeout_s = batch_wait_timeout_s
+        self.coalescer = ForwardCoalescer(self.scorer.score, max_batch_size)
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01, max_concurrent_batches=_BATCHES_IN_FLIGHT)
+    async def _batched(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
+        return await self.coalescer.score(requests)
+
+    async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """Scores of (context, step) pairs; one call is one item of a dynamic batch."""
+        if not pairs:
+            return []
+        return await self._batched(list(pairs))
+
+    def info(self) -> dict[str, Any]:
+        """PRMScorer.identity, the batching settings and counters."""
+        return {**dict(self.scorer.identity), "max_batch_size": self.max_batch_size,
+                "batch_wait_timeout_s": self.batch_wait_timeout_s, "stats": self.coalescer.stats()}
+
+
+@serve.deployment(name="ScoringIngress")
+@serve.ingress()
+class ScoringIngress:
+    """HTTP ingress: FastAPI app of `create_app`, verifier on this replica's CPU, PRM via a handle."""
+
+    def __init__(self, prm: Any | None, settings: dict[str, Any], checkpoint: str | None = None) -> None:
+        self._settings = ServeSettings.from_mapping(settings)
+        self._backend = HandleBackend(prm) if prm is not None else None
+        self._checkpoint = checkpoint
+
+    def __serve_build_asgi_app__(self) -> FastAPI:
+        return create_app(self._backend, self._settings, self._checkpoint)
+
+
+def build_from_settings(settings: ServeSettings) -> Any:
+    """The Serve application (ingress bound to a PRM deployment, or to none without a checkpoint)."""
+    ckpt = resolve_checkpoint(settings)
+    prm = None
+    if ckpt is not None:
+        prm = PRMScorerDeployment.options(
+            num_replicas=settings.replicas, ray_actor_options={"num_cpus": settings.prm_num_cpus},
+            # Serve's default (5 in flight per replica) would cap every batch at 5 requests
+            max_ongoing_requests=max(_BATCHES_IN_FLIGHT * settings.max_batch_size, 16),
+        ).bind(str(ckpt), settings.max_batch_size, settings.batch_wait_timeout_s, settings.int8,
+               settings.device, settings.scorer_max_batch, settings.scorer_max_length, settings.torch_threads,
+               settings.bf16)
+    ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
+                                     max_ongoing_requests=settings.max_ongoing_requests)
+    return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None)
+
+
+def build_app(args: dict[str, Any] | None = None) -> Any:
+    """`serve deploy` / `serve run` app builder (import_path pcr_ray.serve.deploy:build_app, `args` = settings)."""
+    return build_from_settings(ServeSettings.from_mapping(args or {}))
+
+
+@dataclass
+class RunningService:
+    """A started service: its base URL; `stop()` deletes the app (and shuts down what `start` started)."""
+
+    url: str
+    settings: ServeSettings
+    checkpoint: str | None
+    owns_serve: bool
+    owns_ray: bool
+
+    def stop(self) -> None:
+        if self.owns_serve:
+            serve.shutdown()
+        else:
+            serve.delete(self.settings.app_name)
+        if self.owns_ray:
+            shutdown_ray()
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is not "in use"
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _serve_client() -> Any | None:
+    """The running Serve controller's client in this Ray cluster, or None when Serve is not started."""
+    from ray.serve.context import _get_global_client
+
+    return _get_global_client(raise_if_no_controller_running=False)
+
+
+def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningService:
+    """Start (local Ray if none,) Serve on host:port (unless already running), and the app; returns when ready.
+
+    When Serve already runs in this cluster its HTTP host/port stay as they are (Serve's options are
+    cluster-wide); the returned URL says where the app really is.
+    """
+    import ray
+
+    s = settings if isinstance(settings, ServeSettings) else ServeSettings.from_mapping(settings)
+    owns_ray = not ray.is_initialized()
+    if owns_ray:
+        init_ray({"address": s.ray_address, "log_to_driver": False})
+    client = _serve_client()
+    owns_serve = client is None
+    host, port = s.host, s.port
+    try:
+        if owns_serve:
+            if not _port_free(s.host, s.port):
+                raise OSError(f"port {s.port} on {s.host} is in use; choose another, e.g. "
+                              f"`pcr-ray serve port={s.port + 1}`")
+            serve.start(http_options={"host": s.host, "port": s.port})
+        else:
+            host, port = client.http_config.host, client.http_config.port
+        app = build_from_settings(s)
+        ckpt = resolve_checkpoint(s)
+        serve.run(app, name=s.app_name, route_prefix=s.route_prefix)
+    except BaseException:
+        if owns_serve and _serve_client() is not None:
+            serve.shutdown()
+        if owns_ray:
+            shutdown_ray()
+        raise
+    prefix = "" if s.route_prefix in ("/", "") else s.route_prefix.rstrip("/")
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}{prefix}"
+    return RunningService(url, s, str(ckpt) if ckpt else None, owns_serve, owns_ray)
+
+
+def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
+    """`pcr-ray serve` as a function: start the service and (block=True) serve until Ctrl-C."""
+    try:
+        svc = start(cfg)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        print(f"pcr-ray serve: {exc}", file=sys.stderr)
+        return 2
+    prm = f"PRM checkpoint {svc.checkpoint}" if svc.checkpoint else "no PRM checkpoint: /v1/score answers 503"
+    print(f"pcr_ray scoring service at {svc.url}  (OpenAPI docs {svc.url}/docs; {prm})", flush=True)
+    if not block:
+        svc.stop()
+        return 0
+
+    def _term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _term)  # `kill PID` stops it as cleanly as Ctrl-C
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("stopping ...", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        svc.stop()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """`pcr-ray serve [key=value ...]` (Hydra app over conf/serve.yaml)."""
+    import hydra
+    from omegaconf import DictConfig, OmegaConf
+
+    from pcr_ray.config import conf_dir
+
+    result = {"rc": 0}
+
+    @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
+    def _app(cfg: DictConfig) -> None:
+        result["rc"] = run(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+
+    saved = sys.argv
+    sys.argv = ["pcr-ray-serve", *argv]
+    try:
+        _app()
+    finally:
+        sys.argv = saved
+    return result["rc"]
