@@ -60,6 +60,11 @@ venv: $(STAMP)
 test: $(STAMP) $(VENV)/.chromium
 	$(BIN)/python -m pytest
 
+# For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
+FAST_MARKERS := not slow and not quick_prm and not llm and not browser
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" --durations=5
+
 demo: $(STAMP)
 	$(BIN)/pcr-ray demo
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from pcr_ray.config import data_dir
+from pcr_ray.core.verifier import verify
 from pcr_ray.data.givens import RuleBasedExtractor
 from pcr_ray.data.gsm8k_traces import conversion_stats, convert_gsm8k
 from pcr_ray.data.physics import TEMPLATES, generate_problems
-from pcr_ray.core.verifier import verify
 
 OUT = Path(__file__).resolve().parent / "results" / "bench_data.json"
 

@@ -9,7 +9,7 @@ along the gold path, measured without a search or a PRM (seconds). Each `--setti
 problems in the same run; the first is the reference. Writes benchmarks/results/NAME.json.
 
     .venv/bin/python benchmarks/bench_enum_coverage.py --seeds 101 202 303 404 --per-seed 200 \
-        --setting cap=48 --setting cap=96 --setting cap=48,head_share=0.9,prefer_newest=true
+        --setting cap=48 --setting cap=96 --setting cap=48,head_share=0.9
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import Any
 
 from _machine import machine_info, write_result
 
-SETTING_KEYS = {"cap": int, "head_share": float, "prefer_newest": lambda s: s.lower() in ("1", "true", "yes"),
-                "head_per_op": int, "seed": int}
+SETTING_KEYS = {"cap": int, "head_share": float, "head_per_op": int, "seed": int}
 
 
 def parse_setting(text: str) -> dict[str, Any]:
@@ -52,7 +51,7 @@ def main() -> None:
     ap.add_argument("--per-seed", type=int, default=100, help="problems per seed")
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--setting", action="append", default=None,
-                    help="enumerator options, e.g. cap=96,head_share=0.9,prefer_newest=true (repeatable; "
+                    help="enumerator options, e.g. cap=96,head_share=0.9 (repeatable; "
                          f"keys {sorted(SETTING_KEYS)}; default: cap=48 and cap=96)")
     ap.add_argument("--name", default="bench_enum_coverage")
     args = ap.parse_args()

@@ -63,7 +63,7 @@ def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
         kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": args.gsm8k_coverage}
     else:
         kw = {"answer_coverage": "any"}
-    kw |= {"head_share": args.head_share, "prefer_newest": args.prefer_newest, "seed": args.enum_seed}
+    kw |= {"head_share": args.head_share, "seed": args.enum_seed}
     return {"blind": EnumeratorGenerator(typed=False, cap=args.blind_cap, **kw),
             "typed": EnumeratorGenerator(typed=True, cap=args.typed_cap, **kw)}
 
@@ -100,8 +100,6 @@ def main() -> None:
     ap.add_argument("--n-complete", type=int, default=1, help="answered traces collected before a problem stops")
     ap.add_argument("--stop", default="first", choices=["first", "best"],
                     help="first: stop at the first answered trace kept; best: only once no live beam scores above it")
-    ap.add_argument("--tie-break", default="rank", choices=["rank", "last"],
-                    help="children of equal aggregate: generator order (answers first), or the child's own score")
     ap.add_argument("--answer-selection", default="best", choices=["best", "vote"],
                     help="which answered trace is returned: the best-scored, or weighted majority over answers")
     ap.add_argument("--blind-cap", type=int, default=128, help="type-blind candidates per beam and step")
@@ -110,8 +108,6 @@ def main() -> None:
                     help="beyond the cap, the share of it the enumerator takes in priority order (rest sampled)")
     ap.add_argument("--enum-seed", type=int, default=0,
                     help="the enumerator's seed (which candidates the sampled part of the cap holds)")
-    ap.add_argument("--prefer-newest", action="store_true",
-                    help="the enumerator ranks a step that uses the last step's output one place higher")
     ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
     ap.add_argument("--bf16", action="store_true", help="score batched under bfloat16 autocast instead of int8 "
@@ -119,9 +115,6 @@ def main() -> None:
     ap.add_argument("--device", default="cpu",
                     help="torch device of the PRM, e.g. cuda on a GPU node (scores in fp32 there, or bf16 with "
                          "--bf16: int8 is CPU-only)")
-    ap.add_argument("--int8-batched", action="store_true",
-                    help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
-                         "one-pair default were measured)")
     ap.add_argument("--checkpoint", default=None, nargs="+",
                     help="NS-PRM checkpoint (default: the cached csp one); several: score by their mean logit "
                          "(pcr_ray.prm.ensemble, one forward pass per member)")
@@ -150,7 +143,7 @@ def main() -> None:
         return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16) and args.device == "cpu",
                                          max_batch=64, device=args.device,
                                          max_length=args.max_length,
-                                         int8_batched=args.int8_batched, bf16=args.bf16)
+                                         bf16=args.bf16)
 
     # with --oracle the NS-PRM is not needed, and the conventional one only for prm_only rows
     cks = None if args.oracle else (args.checkpoint or [ensure_checkpoint("csp")])
@@ -177,8 +170,7 @@ def main() -> None:
             label = method if gkey == "blind" else f"{method} (typed enumerator)"
             cfg = SearchConfig(method=method, beam_width=args.beam, max_steps=args.max_steps,
                                aggregate=args.aggregate, n_complete=args.n_complete,
-                               answer_selection=args.answer_selection, stop=args.stop,
-                               tie_break=args.tie_break)
+                               answer_selection=args.answer_selection, stop=args.stop)
             t0 = time.perf_counter()
             prm = (baseline_scorer if method == "prm_only" else ns_scorer) if cfg.uses_prm else None
             rows = run_search(problems, gens[gkey], prm, cfg)

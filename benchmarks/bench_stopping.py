@@ -121,9 +121,6 @@ def main() -> None:
     ap.add_argument("--device", default="cpu",
                     help="torch device of the PRM, e.g. cuda on a GPU node (scores in fp32 there, or bf16 with "
                          "--bf16: int8 is CPU-only)")
-    ap.add_argument("--int8-batched", action="store_true",
-                    help="batch pairs under int8 (scores then depend on batch-mates; how figures before the "
-                         "one-pair default were measured)")
     ap.add_argument("--cap", type=int, default=48, help="the typed enumerator's cap (the search benchmark's default)")
     ap.add_argument("--max-length", type=int, default=None,
                     help="tokens per (context, candidate); longer contexts lose tokens from their start "
@@ -143,7 +140,7 @@ def main() -> None:
         scorer = PRMScorer.from_checkpoint(ck, int8=not (args.fp32 or args.bf16) and args.device == "cpu",
                                            max_batch=64, device=args.device,
                                            max_length=args.max_length,
-                                           int8_batched=args.int8_batched, bf16=args.bf16)
+                                           bf16=args.bf16)
         res = {}
         for name, states in sets.items():
             t0 = time.perf_counter()

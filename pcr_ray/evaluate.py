@@ -12,7 +12,6 @@ results.parquet, shards/, metrics.json, report.html and config.yaml. Rerunning w
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 import time
@@ -24,25 +23,15 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from pcr_ray.config import conf_dir, runs_dir
+from pcr_ray.configs import check, compose
+from pcr_ray.configs import to_plain as _plain
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
+from pcr_ray.prm.build import checkpoint_path
 
 
-
-def compose_config(overrides: Sequence[str] = (), config_name: str = "evaluate") -> DictConfig:
-    """The composed config for these overrides (Hydra's compose API; no run directory is created)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    if GlobalHydra.instance().is_initialized():
-        return compose(config_name, overrides=list(overrides))
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="evaluate"):
-        return compose(config_name, overrides=list(overrides))
-
-
-def _plain(node: Any) -> Any:
-    if isinstance(node, DictConfig) or OmegaConf.is_config(node):
-        return OmegaConf.to_container(node, resolve=True)
-    return node
+def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+    """The evaluate config for these overrides, composed and checked (pcr_ray.configs; no run directory)."""
+    return compose("evaluate", overrides)
 
 
 def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
@@ -98,19 +87,6 @@ def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:
     return p
 
 
-def _prm_checkpoint(pcfg: Mapping[str, Any]) -> str:
-    """The PRM checkpoint folder: prm.checkpoint when set, else the cached one of prm.kind (trained if missing)."""
-    ck = pcfg.get("checkpoint")
-    if ck:
-        if not Path(str(ck)).exists():
-            raise FileNotFoundError(f"prm.checkpoint {ck} does not exist")
-        return str(Path(str(ck)).resolve())
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-
-    kw = dict(pcfg.get("ensure") or {})
-    return str(ensure_checkpoint(kind=str(pcfg.get("kind", "csp")), **kw))
-
-
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
              progress: bool | None = None) -> Path:
     """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
@@ -120,8 +96,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     from pcr_ray.pipeline.report import write_report
     from pcr_ray.pipeline.results import merge, read_results
 
-    if not isinstance(cfg, DictConfig):
-        cfg = OmegaConf.create(dict(cfg))
+    cfg = check("evaluate", cfg)
     t_start = time.time()
     out = resolve_run_dir(cfg, run_dir)
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
@@ -132,8 +107,8 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     search_source_overrides = _plain(cfg.get("search_source_overrides")) or {}
     check_search_configs(specs, _plain(cfg.search), search_source_overrides)
     problems = load_problems(_plain(cfg.dataset))
-    items, n_done = pending_items(problems, specs, out, resume=bool(pcfg.get("resume", True)),
-                                  retry_errors=bool(pcfg.get("retry_errors", True)))
+    items, n_done = pending_items(problems, specs, out, resume=bool(pcfg["resume"]),
+                                  retry_errors=bool(pcfg["retry_errors"]))
     print(f"evaluate: {len(problems)} problems x {len(specs)} methods -> {out}"
           + (f" ({n_done} rows already done, resuming)" if n_done else ""))
     stats = None
@@ -156,7 +131,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         missing = [k for k in used_prms if k not in prm_cfgs]
         if missing:
             raise ValueError(f"methods use PRM(s) {missing}, not configured in `prms` (have {sorted(prm_cfgs)})")
-        prm_refs = {k: act.ensure_prm(prm_cfgs[k], _prm_checkpoint(prm_cfgs[k]), acfg["prm"], namespace, faults)
+        prm_refs = {k: act.ensure_prm(prm_cfgs[k], str(checkpoint_path(prm_cfgs[k])), acfg["prm"], namespace, faults)
                     for k in used_prms}
         keep = [n for r in [*gens.values(), *prm_refs.values()] for n in r.names]
         act.release_unused(keep)
@@ -164,28 +139,28 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
                 "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
                 "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
                 "search_source_overrides": search_source_overrides,
-                "problem_attempts": pcfg.get("problem_attempts", 2)}
-        show = bool(pcfg.get("progress", True)) if progress is None else progress
+                "problem_attempts": pcfg["problem_attempts"]}
+        show = bool(pcfg["progress"]) if progress is None else progress
         stats = run_pipeline(items, spec, pcfg, out, progress=show, run_id=uuid.uuid4().hex[:8])
         actor_info = act.actor_stats([*gens.values(), *prm_refs.values()])
     path = merge(out)
     rows = read_results(path).to_pylist()
     extra = {
-        "run_dir": str(out), "dataset": str(cfg.dataset.get("name", "")),
+        "run_dir": str(out), "dataset": str(cfg.dataset.name),
         "generator": str(cfg.generator.get("kind", cfg.generator.get("name", ""))),
         "wall_s": round(time.time() - t_start, 2),
         "pipeline_s": round(stats.seconds, 2) if stats else 0.0,
         "rows_this_run": stats.rows if stats else 0,
         "rows_resumed": n_done,
         "problems_per_s": round(stats.rows / len(specs) / stats.seconds, 3) if stats and stats.seconds else None,
-        "search_workers": int(pcfg.get("num_search_workers", 2)),
+        "search_workers": int(pcfg["num_search_workers"]),
         "pipeline_failures": stats.failures if stats else [],
         "actors": actor_info,
     }
     metrics = compute_metrics(rows, [s.label for s in specs], extra)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     write_report(out, metrics, rows, title=f"pcr_ray evaluation: {extra['dataset']}", config_yaml=config_yaml,
-                 max_problems=int(pcfg.get("report_max_problems", 300)))
+                 max_problems=int(pcfg["report_max_problems"]))
     return out
 
 

@@ -15,46 +15,24 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.config import conf_dir
 from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, target_unit_of
 
 SEARCH_METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """The solve config (conf/solve.yaml + overrides) as a plain dict, via Hydra's compose API."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
+    """The solve config (conf/solve.yaml + overrides), composed and checked, as a plain dict."""
+    from pcr_ray.configs import compose as compose_checked
+    from pcr_ray.configs import to_plain
 
-    if GlobalHydra.instance().is_initialized():
-        GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = hydra_compose("solve", overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    return to_plain(compose_checked("solve", overrides))
 
 
 def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:
-    """PRMScorer for prm.checkpoint, else the cached checkpoint of prm.kind (trained on first use)."""
-    from pathlib import Path
+    """The PRMScorer prm_cfg names (pcr_ray.prm.build: a checkpoint folder, or `quick`)."""
+    from pcr_ray.prm.build import build_scorer
 
-    from pcr_ray.prm.checkpoints import ensure_checkpoint, find_checkpoint
-    from pcr_ray.prm.scorer import PRMScorer
-
-    ck = prm_cfg.get("checkpoint")
-    kind = str(prm_cfg.get("kind", "csp"))
-    if ck:
-        path = Path(ck)
-        if not path.exists():
-            raise FileNotFoundError(f"prm.checkpoint {ck} does not exist")
-    else:
-        path = find_checkpoint(kind) or ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
-    return PRMScorer.from_checkpoint(path, device=str(prm_cfg.get("device", "cpu")),
-                                     int8=bool(prm_cfg.get("int8", False)),
-                                     int8_batched=bool(prm_cfg.get("int8_batched", False)),
-                                     bf16=bool(prm_cfg.get("bf16", False)),
-                                     max_batch=int(prm_cfg.get("max_batch", 64)))  # the checkpoint's max_length
+    return build_scorer(prm_cfg)
 
 
 def make_problem(text: str, cfg: Mapping[str, Any], generator: Any = None) -> SearchProblem:

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.trace import Answer, Given, Out, Step, Trace, load_trace
+from pcr_ray.core.units import unit_info
+from pcr_ray.core.verifier import verify
 from pcr_ray.negatives.csp import (
     CSP_KINDS,
     PRINCIPLE_SWAP,
@@ -23,10 +27,6 @@ from pcr_ray.negatives.csp import (
     random_negatives,
     step_key,
 )
-from pcr_ray.core.primitives import REGISTRY
-from pcr_ray.core.trace import Answer, Given, Out, Step, Trace, load_trace
-from pcr_ray.core.units import unit_info
-from pcr_ray.core.verifier import verify
 from tests.trace_factory import random_trace
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "pcr_ray" / "examples" / "car_from_rest.json"

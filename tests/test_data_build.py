@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from pcr_ray.core.verifier import verify
 from pcr_ray.data.build import build, main, read_problems_parquet, write_problems_parquet
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.core.verifier import verify
 
 
 def test_build_writes_parquet_and_stats(tmp_path, data_dir):

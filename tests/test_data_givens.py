@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from pcr_ray.core.trace import Given
+from pcr_ray.core.units import unit_info
 from pcr_ray.data.givens import (
     Extraction,
     GivensExtractor,
@@ -19,8 +21,6 @@ from pcr_ray.data.givens import (
     used_givens,
 )
 from pcr_ray.data.physics import generate_problems
-from pcr_ray.core.trace import Given
-from pcr_ray.core.units import unit_info
 
 
 def _vu(text):

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from pcr_ray.data.gsm8k_traces import conversion_stats, convert_gsm8k, parse_calculations
 from pcr_ray.core.units import unit_info
 from pcr_ray.core.verifier import verify
+from pcr_ray.data.gsm8k_traces import conversion_stats, convert_gsm8k, parse_calculations
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from pcr_ray.data.givens import used_givens
-from pcr_ray.data.physics import TEMPLATES, TOPICS, generate_problems, make_problem, template_names
 from pcr_ray.core.units import unit_info
 from pcr_ray.core.verifier import verify
+from pcr_ray.data.givens import used_givens
+from pcr_ray.data.physics import TEMPLATES, TOPICS, generate_problems, make_problem, template_names
 
 
 def test_at_least_40_templates_over_every_topic():

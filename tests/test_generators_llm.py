@@ -9,12 +9,12 @@ import jsonschema
 import pytest
 
 import pcr_ray.generators.llamacpp  # noqa: F401  (sets OMP_WAIT_POLICY before llama_cpp loads)
+from pcr_ray.core.trace import Given, step_json_schema
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.givens_llm import LLMGivensExtractor, parse_givens_output
 from pcr_ray.generators.llm_common import build_call
 from pcr_ray.generators.schema import givens_schema
 from pcr_ray.generators.vllm import VLLMGenerator, build_vllm_batch, collect_texts
-from pcr_ray.core.trace import Given, step_json_schema
 
 CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
 CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))

@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import VerifierState, verify
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
@@ -14,8 +16,6 @@ from pcr_ray.search import SearchConfig, SearchProblem, run_search
 from pcr_ray.search.candidates import check_step_candidate, parse_candidate
 from pcr_ray.search.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer
 from pcr_ray.search.scoring import pair_for
-from pcr_ray.core.trace import parse_trace
-from pcr_ray.core.verifier import VerifierState, verify
 
 
 def _problems(n: int, min_steps: int) -> list:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pcr_ray.core.verifier import verify
 from pcr_ray.evaluate import compose_config, evaluate
 from pcr_ray.pipeline.results import read_shards, shard_paths
-from pcr_ray.core.verifier import verify
 from tests.pipeline_util import read_metrics, read_rows, smoke_overrides, tiny_checkpoint
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -108,7 +108,7 @@ def test_listwise_training_ranks_positives_first_on_its_lists(tiny, tmp_path):
 
     cfg = {"backbone": str(tiny), "loss": "listwise", "batch_size": 8, "max_length": 96, "lr": 1e-3,
            "head_lr": 1e-2, "seed": 1, "progress": False, "dropout": 0.0, "freeze_embeddings": False}
-    _, one_batch = train_local(rows, rows[:8], tmp_path / "u", {**cfg, "epochs": 1, "max_seconds": 1e-6})
+    _, one_batch = train_local(rows, rows[:8], tmp_path / "u", {**cfg, "epochs": 1, "max_batches": 1})
     m, trained = train_local(rows, rows[:8], tmp_path / "t", {**cfg, "epochs": 10})
     assert m["train_pairs"] == len({(r["context"], r["pos_step"], r["neg_step"]) for r in rows})
     before, after = first_rate(one_batch), first_rate(trained)

@@ -7,6 +7,8 @@ import json
 import pandas as pd
 import pytest
 
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import VerifierState
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.negatives.mined import (
     MINED_ALTERNATIVE_STEP,
@@ -21,8 +23,6 @@ from pcr_ray.negatives.mined import (
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, split_of
 from pcr_ray.search import SearchProblem
 from pcr_ray.search.candidates import check_step_candidate, parse_candidate
-from pcr_ray.core.trace import parse_trace
-from pcr_ray.core.verifier import VerifierState
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +135,7 @@ def test_select_negatives_keeps_the_highest_scored_wrong_candidates() -> None:
     assert all(r["pos_step"] == st.pairs[0][1] and r["kind"] == MINED_ANSWER_TIMING for r in rows)
 
 
+@pytest.mark.quick_prm
 def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm) -> None:
     problems = _rows(6, seed=13)
     rows, status = mine_rows(problems, prm, MineConfig(per_problem=2))
@@ -151,6 +152,7 @@ def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm
         assert worst_chosen >= best_other - 1e-4
 
 
+@pytest.mark.quick_prm
 def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
     # answers before the end need 2+ steps; two problems whose earlier prefixes offer answers to mine, two without
     kept = {"collision_energy_loss", "lens_image_height", "recoil", "mixing_water"}
@@ -171,6 +173,7 @@ def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
         MineConfig(positions="middle")
 
 
+@pytest.mark.quick_prm
 def test_steps_positions_mine_wrong_steps_against_gold_steps_at_every_earlier_prefix(prm) -> None:
     problems = [r for r in _rows(8, seed=23) if r["gold_steps"] >= 2]
     rows, _ = mine_rows(problems, prm, MineConfig(per_problem=3, positions="steps"))
@@ -200,6 +203,7 @@ def test_steps_positions_mine_wrong_steps_against_gold_steps_at_every_earlier_pr
 
 
 @pytest.mark.ray
+@pytest.mark.quick_prm
 def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_path, capsys) -> None:
     from pcr_ray.pipeline.mine_pairs import main
     from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset

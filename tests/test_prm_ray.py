@@ -7,8 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from pcr_ray.pipeline.eval_prm import auroc, pair_metrics
+from pcr_ray.configs import compose
 from pcr_ray.negatives.pairs import SPLITS, PairConfig, pairs_from_problems
+from pcr_ray.pipeline.eval_prm import auroc, pair_metrics
 from tests.prm_helpers import problem_rows, tiny_backbone
 
 pytestmark = pytest.mark.ray
@@ -22,8 +23,9 @@ def pairs_dir(ray_session, tmp_path_factory):
     rows = problem_rows(60)
     table = pd.DataFrame(rows).assign(gold_trace=lambda d: d["gold_trace"].map(json.dumps))
     table.to_parquet(root / "problems.parquet")
-    summary = make_pairs({"sources": [{"path": str(root / "problems.parquet")}], "out_dir": str(root / "out"),
-                          "num_blocks": 4, "batch_size": 8, "csp_per_kind": 1, "random_per_kind": 1})
+    summary = make_pairs(compose("make_pairs", values={
+        "sources": [{"path": str(root / "problems.parquet")}], "out_dir": str(root / "out"),
+        "num_blocks": 4, "batch_size": 8, "csp_per_kind": 1, "random_per_kind": 1}))
     return root / "out", rows, summary
 
 
@@ -55,28 +57,28 @@ def test_ray_train_two_workers_checkpoints_resumes_and_evaluates(pairs_dir, tmp_
 
     out, _, _ = pairs_dir
     tiny = tiny_backbone(tmp_path / "tiny")
-    cfg = {
+    values = {
         "prm": {"backbone": str(tiny), "kind": "csp", "max_length": 64},
         "pairs_dir": str(out), "limit_train": 32, "limit_val": 16, "output": str(tmp_path / "final"),
         "storage_path": str(tmp_path / "ray_train"), "run_name": "t2", "shuffle_buffer": 0,
         "train": {"epochs": 1, "batch_size": 8, "lr": 1e-3, "progress": False, "seed": 0},
         "scaling": {"num_workers": 2, "use_gpu": False, "cpus_per_worker": 1},
     }
-    first = train_prm(cfg)
+    first = train_prm(compose("train_prm", values=values))
     assert [h["epoch"] for h in first["history"]] == [0]
     assert first["history"][0]["train_pairs"] == 32  # both workers' shards counted (all-reduced)
     subset = load_pairs_dataset(out, "train", default_kinds("csp"), 32, 0).to_pandas()
     assert first["train_pairs_by_kind"] == subset["kind"].value_counts().to_dict()
     assert sum(first["train_pairs_by_kind"].values()) == 32
-    second = train_prm({**cfg, "train": {**cfg["train"], "epochs": 2}})  # same run: resumes after epoch 0
+    second = train_prm(compose("train_prm", ["train.epochs=2"], values=values))  # same run: resumes after epoch 0
     assert [h["epoch"] for h in second["history"]] == [0, 1]
     assert second["history"][0] == first["history"][0]
     assert second["metrics"]["epoch"] == 1
     sc = PRMScorer.from_checkpoint(second["checkpoint"], max_length=64)
     assert sc.identity["kind"] == "csp" and sc.identity["train"]["epochs"] == 2
-    res = eval_prm({"prm": {"checkpoint": second["checkpoint"], "max_length": 64}, "pairs_dir": str(out),
-                    "split": "test", "use_ray": True, "actors": 1, "cpus_per_actor": 1,
-                    "out": str(tmp_path / "eval.json")})
+    res = eval_prm(compose("eval_prm", values={
+        "prm": {"checkpoint": second["checkpoint"], "max_length": 64}, "pairs_dir": str(out), "split": "test",
+        "use_ray": True, "actors": 1, "cpus_per_actor": 1, "out": str(tmp_path / "eval.json")}))
     assert {"principle_swap", "all"} <= set(res["by_kind"])
     assert res["by_kind"]["all"]["pairs"] == len(pd.read_parquet(out / "test"))
     assert json.loads((tmp_path / "eval.json").read_text())["by_kind"] == res["by_kind"]
@@ -147,7 +149,7 @@ def test_listwise_subset_keeps_whole_lists(pairs_dir, tmp_path):
     kept = sub.groupby(lists).size()
     assert (kept == full.loc[kept.index]).all()  # no list lost a negative (kind weights ignored)
     assert 30 <= len(sub) < 30 + full.max() and len(kept) < len(full)
-    cfg = {"prm": {"kind": "csp"}, "pairs_dir": str(out), "train": {"loss": "listwise"},
-           "kind_weights": {"principle_swap": 2.0}, "storage_path": str(tmp_path / "rt")}
+    cfg = compose("train_prm", values={"prm": {"kind": "csp"}, "pairs_dir": str(out), "train": {"loss": "listwise"},
+                                       "kind_weights": {"principle_swap": 2.0}, "storage_path": str(tmp_path / "rt")})
     with pytest.raises(ValueError, match="kind_weights do not apply to train.loss=listwise"):
         train_prm(cfg)

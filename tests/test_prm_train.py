@@ -81,7 +81,7 @@ def test_checkpoint_round_trips_scores_exactly(tiny, gen_pairs, tmp_path):
 def test_pointwise_mode_and_time_budget(tiny, gen_pairs, tmp_path):
     train, val = gen_pairs
     m, path = train_local(train, val, tmp_path / "pw", {"backbone": str(tiny), "loss": "pointwise", "epochs": 3,
-                                                        "batch_size": 4, "max_length": 64, "max_seconds": 1e-6,
+                                                        "batch_size": 4, "max_length": 64, "max_batches": 1,
                                                         "progress": False})
     assert m["stopped_early"] is True and m["epoch"] == 0 and m["train_pairs"] == 4
     assert (path / "prm.json").exists() and 0.0 <= m["val_pairwise_acc"] <= 1.0
@@ -169,7 +169,7 @@ def test_init_from_continues_from_a_checkpoint(tiny, gen_pairs, tmp_path):
     cfg = {"backbone": str(tiny), "epochs": 1, "batch_size": 8, "max_length": 96, "lr": 1e-3, "seed": 5,
            "progress": False}
     _, first = train_local(train, val, tmp_path / "first", cfg)
-    still = {**cfg, "lr": 1e-12, "head_lr": 1e-12, "max_seconds": 1e-6, "seed": 6}  # one batch, no real update
+    still = {**cfg, "lr": 1e-12, "head_lr": 1e-12, "max_batches": 1, "seed": 6}  # one batch, no real update
     m, cont = train_local(train, val, tmp_path / "cont", {**still, "init_from": str(first)})
     _, fresh = train_local(train, val, tmp_path / "fresh", still)
     start, after, new = _scores(first, val), _scores(cont, val), _scores(fresh, val)

@@ -14,7 +14,7 @@ from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.trace import step_json_schema, trace_json_schema
 from tests.gold_traces import GOLD
 
-DOCS = Path(__file__).resolve().parent.parent / "pcr_ray" / "primitives" / "PRIMITIVES.md"
+DOCS = Path(__file__).resolve().parent.parent / "pcr_ray" / "core" / "primitives" / "PRIMITIVES.md"
 
 
 def test_schemas_are_valid_json_schema():

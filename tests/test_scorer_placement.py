@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pcr_ray.configs import compose
 from pcr_ray.pipeline.eval_prm import ScorerPlacement, check_cluster_gpus, eval_prm, scorer_placement
 from pcr_ray.pipeline.mine_pairs import mine_pairs
 
@@ -54,8 +55,12 @@ def test_scoring_commands_stop_before_any_work_when_the_gpu_is_missing(ray_sessi
                                                                       monkeypatch) -> None:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     need = ray_session.cluster_resources().get("GPU", 0.0) + 1.0
-    cfg = {"prm": {"checkpoint": str(tmp_path), "device": "cuda", "int8": False}, "gpus_per_actor": need,
-           "pairs_dir": str(tmp_path), "sources": [{"name": "physics", "kwargs": {"n": 2}}]}
+    values = {"prm": {"checkpoint": str(tmp_path), "device": "cuda", "int8": False}, "gpus_per_actor": need,
+              "pairs_dir": str(tmp_path)}
+    if command is mine_pairs:
+        values["sources"] = [{"name": "physics", "kwargs": {"n": 2}}]
     (tmp_path / "train").mkdir()
+    (tmp_path / "prm.json").write_text("{}")  # a checkpoint folder by its marker file: nothing is loaded
+    cfg = compose(command.__name__, values=values)
     with pytest.raises(ValueError, match="GPU"):
         command(cfg)

@@ -1,4 +1,4 @@
-"""Verifier-first search: real enumerator + real trained PRM on generated physics problems; planted cases."""
+"""Verifier-first search: control flow with planted scorers; the real enumerator + trained PRM on easy physics."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import math
 import pyarrow as pa
 import pytest
 
+from pcr_ray.core.trace import Given
+from pcr_ray.core.verifier import verify
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.search import METHODS, SearchConfig, SearchProblem, aggregate, run_search
-from pcr_ray.core.trace import Given
-from pcr_ray.core.verifier import verify
 
 CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
 CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))
@@ -69,6 +69,17 @@ class ScriptedGenerator:
         return out
 
 
+class RuleScorer:
+    """A planted PRM for search-logic tests: score = the first rule whose substring is in the step text."""
+
+    def __init__(self, rules, default=0.5):
+        self.rules, self.default, self.seen = rules, default, []
+
+    def score(self, pairs):
+        self.seen.extend(pairs)
+        return [next((s for frag, s in self.rules if frag in step), self.default) for _, step in pairs]
+
+
 def _easy(n: int = 10, max_steps: int = 2) -> list[SearchProblem]:
     ps = [p for p in generate_problems(120, seed=11) if p.gold_steps and p.gold_steps <= max_steps][:n]
     return [SearchProblem.from_problem(p, givens="gold") for p in ps]
@@ -91,6 +102,7 @@ def test_config_validation_and_aggregates() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.quick_prm
 def test_nsprm_finds_gold_answers_on_easy_physics(prm) -> None:
     problems = _easy(30, max_steps=1)
     assert len(problems) == 30
@@ -114,7 +126,8 @@ def test_nsprm_finds_gold_answers_on_easy_physics(prm) -> None:
 
 
 @pytest.mark.slow
-def test_every_variant_runs_on_the_same_problems(prm) -> None:
+def test_every_variant_runs_on_the_same_problems() -> None:
+    prm = RuleScorer([])  # control flow only: a planted PRM (0.5 for every step)
     problems = _easy(2, max_steps=1)
     base = {"beam_width": 2, "max_steps": 2, "n_samples": 3}
     blind = EnumeratorGenerator(typed=False, cap=200)
@@ -136,7 +149,8 @@ def test_every_variant_runs_on_the_same_problems(prm) -> None:
     assert table.num_rows == len(METHODS) * len(problems) and "stop_reason" in table.column_names
 
 
-def test_prm_only_takes_claimed_values_nsprm_rejects_them(prm) -> None:
+def test_prm_only_takes_claimed_values_nsprm_rejects_them() -> None:
+    prm = RuleScorer([])  # control flow only: a planted PRM (0.5 for every step)
     wrong = json.dumps({"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "t"},
                         "out": {"name": "d", "unit": "m"}, "value": 30})
     gen = ScriptedGenerator(lambda r, i: [wrong] if not r.steps else ['{"answer": [{"name": "d", "unit": "m"}]}'])
@@ -147,7 +161,8 @@ def test_prm_only_takes_claimed_values_nsprm_rejects_them(prm) -> None:
     assert ns.answer_value is None and ns.reject_codes == {"arithmetic_error": 1}
 
 
-def test_retries_carry_the_verifier_diagnostic(prm) -> None:
+def test_retries_carry_the_verifier_diagnostic() -> None:
+    prm = RuleScorer([])  # control flow only: a planted PRM (0.5 for every step)
     bad = json.dumps({"op": "add", "args": {"x": "a", "y": "t"}, "out": {"name": "s", "unit": "m"}})
     good = json.dumps({"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "t"},
                        "out": {"name": "d", "unit": "m"}})
@@ -167,7 +182,8 @@ def test_retries_carry_the_verifier_diagnostic(prm) -> None:
     assert res.reject_codes == {"unit_mismatch": 1, "malformed": 1}
 
 
-def test_backtracking_recovers_from_a_dead_beam(prm) -> None:
+def test_backtracking_recovers_from_a_dead_beam() -> None:
+    prm = RuleScorer([])  # control flow only: a planted PRM (0.5 for every step)
     d1 = json.dumps({"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "t"},
                      "out": {"name": "d", "unit": "m"}})
     v1 = json.dumps({"op": "kin_final_velocity", "args": {"v0": "v0", "a": "a", "t": "t"},
@@ -196,7 +212,8 @@ def test_backtracking_recovers_from_a_dead_beam(prm) -> None:
     assert res.answer_value == pytest.approx(25.0 if first_step == "d" else 50.0)
 
 
-def test_generator_failure_is_an_error_row_not_an_exception(prm) -> None:
+def test_generator_failure_is_an_error_row_not_an_exception() -> None:
+    prm = RuleScorer([])  # control flow only: a planted PRM (0.5 for every step)
     def boom(r, i):
         raise RuntimeError("model crashed")
 
@@ -205,17 +222,6 @@ def test_generator_failure_is_an_error_row_not_an_exception(prm) -> None:
     res = run_search([SearchProblem("bad", CAR, (Given("x", 1, "furlongs per zorp"),), "m")], EnumeratorGenerator(),
                      prm, SearchConfig())[0]
     assert res.stop_reason == "bad_givens" and "bad_unit" in res.error
-
-
-class RuleScorer:
-    """A planted PRM for search-logic tests: score = the first rule whose substring is in the step text."""
-
-    def __init__(self, rules, default=0.5):
-        self.rules, self.default, self.seen = rules, default, []
-
-    def score(self, pairs):
-        self.seen.extend(pairs)
-        return [next((s for frag, s in self.rules if frag in step), self.default) for _, step in pairs]
 
 
 D1 = json.dumps({"op": "kin_displacement", "args": {"v0": "v0", "a": "a", "t": "t"}, "out": {"name": "d", "unit": "m"}})
@@ -270,23 +276,18 @@ def test_stop_best_lets_a_better_scored_beam_finish() -> None:
         SearchConfig(stop="never")
 
 
-def test_tie_break_last_lets_a_better_scored_step_beat_an_early_answer() -> None:
+def test_children_of_equal_aggregate_keep_generator_order() -> None:
     p = SearchProblem("car", CAR, CAR_GIVENS, "m", 50.0, "m")
-    # d scores 0.1: under `min` every child of it ties at 0.1, whatever the PRM thinks of the child itself
+    # d scores 0.1: under `min` every child of it ties at 0.1, so the answer declaration (proposed first) wins
     sc = RuleScorer([("d1 = kin_displacement", 0.1), ("answer: d2", 0.9), ("answer: d1 ", 0.3), ("d2 = mul", 0.8)])
-    cfg = {"method": "greedy", "max_steps": 4, "aggregate": "min"}
-    by_rank = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg))[0]
-    assert by_rank.answer_name == "d" and by_rank.answer_value == pytest.approx(25.0)  # answers come first
-    by_last = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg, tie_break="last"))[0]
-    assert by_last.answer_name == "d2" and by_last.answer_value == pytest.approx(50.0)
-    assert by_last.score == pytest.approx(0.1) and by_last.iterations == 3
-    # no tie (aggregate last): the two settings choose alike
-    same = [run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**{**cfg, "aggregate": "last"},
-                                                                                   tie_break=t))[0].answer_name
-            for t in ("rank", "last")]
-    assert same == ["d2", "d2"]
-    with pytest.raises(ValueError, match="tie_break must be one of"):
-        SearchConfig(tie_break="random")
+    cfg = {"method": "greedy", "max_steps": 4}
+    by_rank = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg, aggregate="min"))[0]
+    assert by_rank.answer_name == "d" and by_rank.answer_value == pytest.approx(25.0)
+    # no tie (aggregate last): the better-scored continuation wins
+    by_last = run_search([p], ScriptedGenerator(_answer_or_double), sc, SearchConfig(**cfg, aggregate="last"))[0]
+    assert by_last.answer_name == "d2"
+    with pytest.raises(TypeError):
+        SearchConfig(tie_break="last")  # type: ignore[call-arg]
 
 
 def test_gold_givens_do_not_reveal_which_are_distractors() -> None:

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from pcr_ray.generators.base import ProposalRequest
-from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.core.temperature import CHANGE, READING, UNKNOWN, given_role, step_role
 from pcr_ray.core.trace import Given, parse_trace
 from pcr_ray.core.verifier import VerifierState, verify, verify_step
+from pcr_ray.generators.base import ProposalRequest
+from pcr_ray.generators.enumerate import EnumeratorGenerator
 
 KETTLE_GIVENS = [{"name": "P", "value": 2.2, "unit": "kW"}, {"name": "m", "value": 1.3, "unit": "kg"},
                  {"name": "T1", "value": 10, "unit": "degC"}, {"name": "T2", "value": 100, "unit": "degC"}]

@@ -254,7 +254,8 @@ def _arg_names(prim: Primitive, args: dict[str, Any], idx: int) -> tuple[list[st
                                              f"{prim.signature()}")
     extra = sorted(set(args) - set(pnames))
     if extra:
-        return [], make_diagnostic(idx, "extra_arg", f"{prim.name} has no parameter(s) {extra}; signature {prim.signature()}")
+        msg = f"{prim.name} has no parameter(s) {extra}; signature {prim.signature()}"
+        return [], make_diagnostic(idx, "extra_arg", msg)
     return list(pnames), None
 
 
@@ -591,8 +592,8 @@ def verify(trace: Trace | dict[str, Any] | str, config: VerifierConfig = DEFAULT
     except RecursionError:
         return Verdict(False, (make_diagnostic(None, "malformed", "input nested too deeply"),))
     except Exception as exc:  # last line of defence: a verdict, never a traceback
-        return Verdict(False, (make_diagnostic(None, "malformed", f"internal error on this input: {type(exc).__name__}: "
-                                                        f"{exc}"[:300]),))
+        msg = f"internal error on this input: {type(exc).__name__}: {exc}"[:300]
+        return Verdict(False, (make_diagnostic(None, "malformed", msg),))
 
 
 def _verify(trace: Any, config: VerifierConfig) -> Verdict:
@@ -606,7 +607,8 @@ def _verify(trace: Any, config: VerifierConfig) -> Verdict:
     if diags:
         return Verdict(False, tuple(diags), givens=givens)
     if len(parsed.steps) > config.max_steps:
-        return Verdict(False, (make_diagnostic(None, "malformed", f"more than {config.max_steps} steps"),), givens=givens)
+        too_long = make_diagnostic(None, "malformed", f"more than {config.max_steps} steps")
+        return Verdict(False, (too_long,), givens=givens)
     results: list[StepResult] = []
     env = state.env
     for i, step in enumerate(parsed.steps):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir, conf_dir
+from pcr_ray.config import cache_dir
 from pcr_ray.data.problem import Problem
 
 USAGE = """usage: pcr-ray data build [key=value ...]
@@ -145,11 +145,10 @@ def main(argv: list[str]) -> int:
             or "-h" in argv[1:]:
         print(USAGE)
         return 0 if argv and argv[0] in ("-h", "--help", "help") or "--help" in argv or "-h" in argv else 2
-    from hydra import compose, initialize_config_dir
+    from pcr_ray.configs import compose
 
     try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name="data_build"):
-            cfg = compose(config_name="data", overrides=list(argv[1:]))
+        cfg = compose("data", argv[1:])
     except Exception as exc:  # bad override syntax, unknown key, ...
         print(f"pcr-ray data build: bad configuration: {exc}", file=sys.stderr)
         return 2

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pcr_ray.data.givens import Mention, extract_target, name_for, normalize_text, noun_unit, read_unit, scan_quantities
 from pcr_ray.core.primitives import REGISTRY, DimError, DomainError
 from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 from pcr_ray.core.verifier import verify
+from pcr_ray.data.givens import Mention, extract_target, name_for, normalize_text, noun_unit, read_unit, scan_quantities
 
 ANNOTATION_RE = re.compile(r"<<([^<>=]*)=([^<>]*)>>")
 # Numbers a solution may introduce without the question stating them (dimensionless literals).

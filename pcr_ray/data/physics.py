@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.data.problem import Problem
 from pcr_ray.core.primitives.constants import CONSTANTS
 from pcr_ray.core.units import unit_info
+from pcr_ray.data.problem import Problem
 
 TOPICS: tuple[str, ...] = ("kinematics", "dynamics", "energy", "momentum", "circuits", "thermodynamics", "waves",
                            "optics")

@@ -34,12 +34,23 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     return Path(data_dir).expanduser().resolve() if data_dir else _default_data_dir()
 
 
+# Where each data set is published (the Hugging Face hub), for the "missing" message and docs/data.md.
+HUB_NAMES: dict[str, str] = {
+    "gsm8k": "openai/gsm8k (config main; train and test splits, saved as JSON lines)",
+    "math500": "HuggingFaceH4/MATH-500 (test split, saved as JSON lines)",
+    "math": "the MATH test set (hendrycks/competition_math on the hub; its 12 subject folders as one JSON lines file)",
+    "scibench": "the SciBench repository's dataset/original/*.json (xw27/scibench on the hub)",
+}
+
+
 def _require(path: Path, root: Path, what: str) -> Path:
     if not path.exists():
+        rel = path.relative_to(root)
+        hub = HUB_NAMES.get(rel.parts[0], "")
         raise DataMissingError(
-            f"{what}: {path} is missing. Put the file at <data>/{path.relative_to(root)} where <data> is {root} "
-            f"(the default is ../shared/data next to the repository), or set PCR_RAY_DATA to the folder that "
-            f"holds gsm8k/, math500/, math/ and scibench/."
+            f"{what}: {path} is missing. Put the file at <data>/{rel} where <data> is the data folder {root} "
+            f"($PCR_RAY_DATA, default ~/.local/share/pcr_ray/data)"
+            + (f"; it is published as {hub}" if hub else "") + ". docs/data.md lists every file."
         )
     return path
 

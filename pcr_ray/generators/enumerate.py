@@ -17,7 +17,7 @@ Rules shared by both modes, so that the output is deterministic:
   formulas also take c, so that neither is at hand before the other is loaded);
 - dimensionless parameters may also take the configured literals;
 - candidates by the number of variables not used yet plus the op's exact-dimension parameters (domain formulas
-  before generic arithmetic; with `prefer_newest`, one more for a step that uses the last step's output), then
+  before generic arithmetic), then
   fewer literals, constant loads last; beyond `cap`, constant loads are all kept (few, and a prerequisite of the
   formulas that need them) after a head of `head_share` of the remaining cap in that order, at most
   `head_per_op` per op before the rest of the head, and the rest is a seeded sample (seed from the request
@@ -39,8 +39,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
-from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
@@ -48,6 +46,8 @@ from pcr_ray.core.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC
 from pcr_ray.core.temperature import answer_role_error, checks_op, step_role
 from pcr_ray.core.trace import Out, Step
 from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
 CONST_HINTS: dict[str, str] = {
@@ -87,7 +87,6 @@ class EnumeratorGenerator:
     max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
     head_per_op: int = 1  # >0: the capped head takes at most this many per op before the rest by priority
     head_share: float = 0.5  # beyond the cap: this share of it in priority order, the rest a seeded sample
-    prefer_newest: bool = False  # rank a step that uses the last step's output one place higher
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
@@ -113,7 +112,7 @@ class EnumeratorGenerator:
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
         known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
-                 "max_per_op", "head_per_op", "head_share", "prefer_newest"}
+                 "max_per_op", "head_per_op", "head_share"}
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
@@ -195,7 +194,6 @@ class EnumeratorGenerator:
         cands: list[_Cand] = []
         seen: set[str] = set()
         n_exact = {p.name: sum(1 for q in p.params if q.kind == "var" and q.rkind == EXACT) for p in self._prims}
-        newest = req.steps[-1].out.name if self.prefer_newest and req.steps else None
         roles = {v.name: v.temp for v in variables}
         role_of = roles.get
         for order, prim in enumerate(self._prims):
@@ -220,8 +218,6 @@ class EnumeratorGenerator:
                 if self.typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
                     continue  # a temperature reading where a change belongs, or the reverse
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
-                if newest is not None and any(isinstance(b, VarInfo) and b.name == newest for b in binding.values()):
-                    n_unused += 1  # continues from the last step: where a chain of formulas goes next
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
                 obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
                 cands.append(_Cand((-n_unused - n_exact[prim.name], n_lit, order, key), obj))

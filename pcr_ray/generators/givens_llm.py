@@ -12,10 +12,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pcr_ray.data.givens import Extraction, Target
-from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.core.trace import NAME_RE, Given
 from pcr_ray.core.units import try_unit_info
+from pcr_ray.data.givens import Extraction, Target
+from pcr_ray.generators.base import ProposalRequest
 
 
 def parse_givens_output(raw: str) -> tuple[tuple[Given, ...], Target, int]:

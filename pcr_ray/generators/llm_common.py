@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.primitives.registry import EXACT
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.prompts import Message, messages_for
 from pcr_ray.generators.schema import (
@@ -17,8 +19,6 @@ from pcr_ray.generators.schema import (
     satisfiable_ops,
     visible_vars,
 )
-from pcr_ray.core.primitives import REGISTRY
-from pcr_ray.core.primitives.registry import EXACT
 
 # Always offered to an LLM (when satisfiable): the core ops every trace may rely on.
 CORE_OPS: tuple[str, ...] = ("add", "sub", "mul", "div", "pow", "sqrt", "square", "neg", "const", "sum",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.trace import Given, Out, Step
+from pcr_ray.generators.base import ProposalRequest
 
 Message = dict[str, str]
 

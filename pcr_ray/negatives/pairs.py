@@ -14,9 +14,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS, CSPConfig, CSPError, counterfactuals, prepare_gold, random_negatives
-from pcr_ray.prm.render import render_candidate, render_context
+from pcr_ray.negatives.csp import (
+    CSP_KINDS,
+    RANDOM_KINDS,
+    CSPConfig,
+    CSPError,
+    counterfactuals,
+    prepare_gold,
+    random_negatives,
+)
 from pcr_ray.negatives.search_pairs import ANSWER_TIMING, SEARCH_KINDS, search_negatives
+from pcr_ray.prm.render import render_candidate, render_context
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 PAIR_COLUMNS: tuple[str, ...] = (

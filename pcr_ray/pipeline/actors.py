@@ -134,17 +134,10 @@ def _set_threads(n: int) -> None:
 
 
 def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
-    """A PRMScorer from a checkpoint folder; trains/fetches it on this node when the path is missing here."""
-    from pcr_ray.prm.scorer import PRMScorer
+    """A PRMScorer on the checkpoint folder the driver resolved; missing on this node is an error, never a retrain."""
+    from pcr_ray.prm.build import build_scorer
 
-    path = Path(checkpoint)
-    if not path.exists():
-        from pcr_ray.prm.checkpoints import ensure_checkpoint
-
-        path = ensure_checkpoint(kind=str(prm_cfg.get("kind", "csp")))
-    # max_length is not passed: a checkpoint scores at the length it was trained at (prm.max_length is training's)
-    kw = {k: prm_cfg[k] for k in ("device", "int8", "int8_batched", "bf16", "max_batch") if prm_cfg.get(k) is not None}
-    return PRMScorer.from_checkpoint(path, **kw)
+    return build_scorer(prm_cfg, checkpoint)  # at the length the checkpoint was trained at
 
 
 class GeneratorProxy:

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from pcr_ray.config import cache_dir
+from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
-from pcr_ray.pipeline.ray_runtime import init_ray
-from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
+from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
+from pcr_ray.pipeline.ray_runtime import init_ray
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
@@ -122,17 +123,15 @@ def check_cluster_gpus(placement: ScorerPlacement, actors: int, rcfg: Mapping[st
 class ScoreBatch:
     """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
 
-    def __init__(self, checkpoint: str, int8: bool = False, max_batch: int = 64, max_length: int | None = None,
-                 torch_threads: int = 0, int8_batched: bool = False, bf16: bool = False,
-                 device: str = "cpu") -> None:
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, device: str = "cpu",
+                 torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.scorer import PRMScorer
+        from pcr_ray.prm.build import build_scorer
 
-        self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched, bf16=bf16, device=device)
+        self.scorer = build_scorer(prm_cfg, checkpoint, device=device)  # at the checkpoint's trained length
 
     def __call__(self, batch: Any) -> Any:
         batch = batch.copy()
@@ -141,21 +140,10 @@ class ScoreBatch:
 
 
 def resolve_checkpoint(prm: Mapping[str, Any]) -> Path:
-    """prm.checkpoint when set, else the cached checkpoint of prm.kind; an error when there is none."""
-    from pcr_ray.prm.checkpoints import find_checkpoint
+    """The checkpoint folder prm names (pcr_ray.prm.build); `quick` must already be trained: nothing trains here."""
+    from pcr_ray.prm.build import checkpoint_path
 
-    ck = prm.get("checkpoint")
-    if ck:
-        p = Path(str(ck)).expanduser()
-        if not p.exists():
-            raise FileNotFoundError(f"prm.checkpoint {p} does not exist")
-        return p.resolve()
-    found = find_checkpoint(str(prm.get("kind", "csp")))
-    if found is None:
-        raise FileNotFoundError(f"no cached {prm.get('kind', 'csp')} PRM checkpoint (or only one trained on an "
-                                f"older rendering); train one with "
-                                f"`pcr-ray train-prm` or pass prm.checkpoint=/path")
-    return found
+    return checkpoint_path(prm, train=False)
 
 
 def read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
@@ -193,34 +181,33 @@ def distinct_texts(df: Any) -> Any:
 
 def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Score a split's pairs with a checkpoint; print and return metrics by kind (and write them as JSON)."""
+    cfg = checked_dict("eval_prm", cfg)
 
     t0 = time.perf_counter()
-    prm = dict(cfg.get("prm") or {})
+    prm = dict(cfg["prm"] or {})
     ckpt = resolve_checkpoint(prm)
     placement = scorer_placement(prm, cfg)
-    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
-    split = str(cfg.get("split", "test"))
-    use_ray = bool(cfg.get("use_ray", True))
+    pairs_dir = Path(str(cfg["pairs_dir"] or default_pairs_dir())).expanduser()
+    split = str(cfg["split"])
+    use_ray = bool(cfg["use_ray"])
     if use_ray:
-        init_ray(cfg.get("ray"))
-        check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
-    kinds = cfg.get("kinds")
-    df = select_pairs(read_split(pairs_dir, split, use_ray), kinds, int(cfg.get("limit_per_kind") or 0))
+        init_ray(cfg["ray"])
+        check_cluster_gpus(placement, int(cfg["actors"]), cfg["ray"])
+    kinds = cfg["kinds"]
+    df = select_pairs(read_split(pairs_dir, split, use_ray), kinds, int(cfg["limit_per_kind"] or 0))
     if df.empty:
         raise ValueError(f"no pairs to evaluate in {pairs_dir}/{split} (kinds {kinds})")
     texts = distinct_texts(df)
-    kw = {"checkpoint": str(ckpt), "int8": bool(prm.get("int8", False)), "max_batch": int(prm.get("max_batch", 64)),
-          "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
-          "device": placement.device, "max_length": None}  # the length the checkpoint was trained at
+    kw = {"prm_cfg": prm, "checkpoint": str(ckpt), "device": placement.device}
     t1 = time.perf_counter()
     if use_ray:
         import ray
 
         scored = ray.data.from_pandas(texts).map_batches(
-            ScoreBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
-            batch_format="pandas", batch_size=int(cfg.get("batch_size", 256)),
-            compute=ray.data.ActorPoolStrategy(size=int(cfg.get("actors", 1))),
-            num_cpus=float(cfg.get("cpus_per_actor", 1)), num_gpus=placement.gpus_per_actor,
+            ScoreBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg["cpus_per_actor"])},
+            batch_format="pandas", batch_size=int(cfg["batch_size"]),
+            compute=ray.data.ActorPoolStrategy(size=int(cfg["actors"])),
+            num_cpus=float(cfg["cpus_per_actor"]), num_gpus=placement.gpus_per_actor,
         ).to_pandas()
     else:
         scored = ScoreBatch(**kw)(texts)
@@ -238,7 +225,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
               "pairs_dir": str(pairs_dir), "by_kind": metrics, "by_source": by_source, "scored_texts": int(len(texts)),
               "score_seconds": round(score_s, 1), "steps_per_s": round(len(texts) / score_s, 1) if score_s else None,
               "seconds": round(time.perf_counter() - t0, 1)}
-    out = cfg.get("out") or (cache_dir() / "eval" / f"prm_{meta.kind}_{split}.json")
+    out = cfg["out"] or (cache_dir() / "eval" / f"prm_{meta.kind}_{split}.json")
     Path(str(out)).parent.mkdir(parents=True, exist_ok=True)
     Path(str(out)).write_text(json.dumps(result, indent=2))
     print(format_metrics(result), flush=True)

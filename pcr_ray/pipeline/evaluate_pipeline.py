@@ -181,8 +181,8 @@ def _problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _search_problem(row: Mapping[str, Any]) -> Any:
-    from pcr_ray.search import SearchProblem
     from pcr_ray.core.trace import Given
+    from pcr_ray.search import SearchProblem
 
     givens = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless", g.get("desc", ""))
                    for g in json.loads(row.get("sp_givens") or "[]"))
@@ -209,7 +209,7 @@ class SearchWorker:
         self.search_source_overrides = {str(k): dict(v or {})
                                         for k, v in (self.spec.get("search_source_overrides") or {}).items()}
         self.baseline_cfg = dict(self.spec.get("baselines") or {})
-        self.attempts = max(1, int(self.spec.get("problem_attempts", 2)))
+        self.attempts = max(1, int(self.spec["problem_attempts"]))
         self.faults = dict(self.spec.get("faults") or {})
         self.where = f"{socket.gethostname()}:{os.getpid()}"
         self.fused_givens = self.spec.get("fused_givens")  # None: extract/grade run as their own stages
@@ -485,17 +485,17 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
     ctx.execution_options.preserve_order = False
     # A batch whose worker keeps dying (after max_restarts / max_task_retries) must not abort the other
     # batches: it is skipped, its items stay pending, and the next round retries them in smaller batches.
-    ctx.max_errored_blocks = int(pcfg.get("max_errored_blocks", -1))
-    task_cpus = float(pcfg.get("task_num_cpus", 0.0))
+    ctx.max_errored_blocks = int(pcfg["max_errored_blocks"])
+    task_cpus = float(pcfg["task_num_cpus"])
     n_blocks = max(1, math.ceil(len(items) / max(1, batch_size)))
-    n_workers = max(1, min(int(pcfg.get("num_search_workers", 2)), n_blocks))  # no idle workers on small runs
+    n_workers = max(1, min(int(pcfg["num_search_workers"]), n_blocks))  # no idle workers on small runs
     ds = ray.data.from_items(items, override_num_blocks=n_blocks)
-    fused = bool(pcfg.get("fuse_light_stages", True))
-    givens_mode = str(pcfg.get("givens", "auto"))
+    fused = bool(pcfg["fuse_light_stages"])
+    givens_mode = str(pcfg["givens"])
     spec = {**spec, "fused_givens": givens_mode if fused else None}
     # The light CPU stages ask for few logical CPUs, so the worker pool never starves them, and a bounded task
     # pool, so a zero-CPU request cannot fan out into one worker process per block.
-    tasks = ray.data.TaskPoolStrategy(size=max(1, int(pcfg.get("task_concurrency", 1))))
+    tasks = ray.data.TaskPoolStrategy(size=max(1, int(pcfg["task_concurrency"])))
     if not fused:
         ds = ds.map_batches(extract_givens, batch_format="pandas", batch_size=batch_size, num_cpus=task_cpus,
                             compute=tasks, fn_kwargs={"givens_mode": givens_mode})
@@ -506,10 +506,10 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
         ds = ds.map_batches(
             SearchWorker, fn_constructor_kwargs={"spec": spec}, batch_format="pandas", batch_size=batch_size,
             compute=ray.data.ActorPoolStrategy(
-                size=n_workers, max_tasks_in_flight_per_actor=max(1, int(pcfg.get("worker_tasks_in_flight", 2)))),
-            num_cpus=float(pcfg.get("worker_num_cpus", 1.0)),
-            max_restarts=int(pcfg.get("worker_max_restarts", 3)),
-            max_task_retries=int(pcfg.get("worker_max_task_retries", 3)),
+                size=n_workers, max_tasks_in_flight_per_actor=max(1, int(pcfg["worker_tasks_in_flight"]))),
+            num_cpus=float(pcfg["worker_num_cpus"]),
+            max_restarts=int(pcfg["worker_max_restarts"]),
+            max_task_retries=int(pcfg["worker_max_task_retries"]),
         )
     if not fused:
         ds = ds.map_batches(grade_batch, batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
@@ -528,8 +528,8 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
         from tqdm import tqdm
 
         bar = tqdm(total=len(items), unit="row", desc="evaluate", dynamic_ncols=True, mininterval=1.0)
-    rounds = max(1, int(pcfg.get("rounds", 3)))
-    batch_size = max(1, int(pcfg.get("batch_size", 8)))
+    rounds = max(1, int(pcfg["rounds"]))
+    batch_size = max(1, int(pcfg["batch_size"]))
     pending = list(items)
     key = lambda it: (str(it["id"]), str(it["method"]))  # noqa: E731
     try:

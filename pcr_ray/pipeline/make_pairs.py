@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir, conf_dir
-from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.config import cache_dir
+from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
+from pcr_ray.pipeline.ray_runtime import init_ray
 
 CONFIG_NAME = "make_pairs"
 
@@ -80,13 +81,14 @@ def _file_datasets(sources: Sequence[Mapping[str, Any]]) -> list[Any]:
 
 def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Build the pair splits described by `cfg` (a make_pairs config as a dict); returns the summary."""
+    cfg = checked_dict("make_pairs", cfg)
     import ray
 
     t0 = time.perf_counter()
-    init_ray(cfg.get("ray"))
+    init_ray(cfg["ray"])
     pair_cfg = _pair_config(cfg)
-    out_dir = Path(str(cfg.get("out_dir") or default_pairs_dir())).expanduser().resolve()
-    sources = list(cfg.get("sources") or [])
+    out_dir = Path(str(cfg["out_dir"] or default_pairs_dir())).expanduser().resolve()
+    sources = list(cfg["sources"] or [])
     if not sources:
         raise ValueError("make-pairs needs at least one source (sources=[{name: physics, kwargs: {n: 100}}])")
     rows = problem_rows(sources)
@@ -95,11 +97,11 @@ def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("no problems with gold traces in the configured sources")
     problems = parts[0] if len(parts) == 1 else parts[0].union(*parts[1:])
     n_problems = problems.count()
-    nblocks = max(1, min(int(cfg.get("num_blocks", 16)), n_problems))
+    nblocks = max(1, min(int(cfg["num_blocks"]), n_problems))
     pairs = problems.repartition(nblocks).map_batches(
         pairs_batch, fn_kwargs={"pair_cfg": pair_cfg}, batch_format="pandas",
-        batch_size=int(cfg.get("batch_size", 32)), num_cpus=float(cfg.get("num_cpus_per_task", 1)),
-        concurrency=cfg.get("concurrency") or None,
+        batch_size=int(cfg["batch_size"]), num_cpus=float(cfg["num_cpus_per_task"]),
+        concurrency=cfg["concurrency"] or None,
     ).materialize()
     df = pairs.to_pandas()
     if df.empty:
@@ -170,13 +172,10 @@ def format_summary(s: Mapping[str, Any]) -> str:
 
 
 def compose_config(config_name: str, overrides: Sequence[str]) -> dict[str, Any]:
-    """Compose a Hydra config from conf/ with overrides; a plain resolved dict."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    """The config `config_name` with overrides, composed and checked (pcr_ray.configs), as a plain dict."""
+    from pcr_ray.configs import compose, to_plain
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3", job_name=config_name):
-        cfg = compose(config_name=config_name, overrides=list(overrides))
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    return to_plain(compose(config_name, overrides))
 
 
 def hydra_main(config_name: str, argv: Sequence[str], run: Any, usage: str) -> int:

@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
-from pcr_ray.pipeline.ray_runtime import init_ray
-from pcr_ray.pipeline.make_pairs import problem_rows, default_pairs_dir, hydra_main
+from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.mined import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
 from pcr_ray.negatives.pairs import SPLITS, split_of
+from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
+from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main, problem_rows
+from pcr_ray.pipeline.ray_runtime import init_ray
 
 CONFIG_NAME = "mine_pairs"
 
@@ -42,17 +43,15 @@ def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
 class MineBatch:
     """map_batches UDF (an actor): loads the PRM once, mines a pandas batch of Problem rows."""
 
-    def __init__(self, checkpoint: str, mine_cfg: MineConfig, int8: bool = True, max_batch: int = 64,
-                 max_length: int | None = None, torch_threads: int = 0, int8_batched: bool = False,
-                 bf16: bool = False, device: str = "cpu") -> None:
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, mine_cfg: MineConfig, device: str = "cpu",
+                 torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.scorer import PRMScorer
+        from pcr_ray.prm.build import build_scorer
 
-        self.scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, max_batch=max_batch, max_length=max_length,
-                                                int8_batched=int8_batched, bf16=bf16, device=device)
+        self.scorer = build_scorer(prm_cfg, checkpoint, device=device)  # at the checkpoint's trained length
         self.cfg = mine_cfg
 
     def __call__(self, batch: Any) -> Any:
@@ -83,39 +82,37 @@ def _select_problems(rows: list[dict[str, Any]], cfg: Mapping[str, Any], mcfg: M
 
 def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Mine pairs as configured (a mine_pairs config as a dict); returns the summary."""
+    cfg = checked_dict("mine_pairs", cfg)
     import pandas as pd
 
     t0 = time.perf_counter()
-    prm = dict(cfg.get("prm") or {})
+    prm = dict(cfg["prm"] or {})
     ckpt = resolve_checkpoint(prm)
     placement = scorer_placement(prm, cfg)
-    use_ray = bool(cfg.get("use_ray", True))
+    use_ray = bool(cfg["use_ray"])
     if use_ray:  # before any work: a GPU the local Ray lacks is an error now, not a wait later
-        init_ray(cfg.get("ray"))
-        check_cluster_gpus(placement, int(cfg.get("actors", 1)), cfg.get("ray"))
+        init_ray(cfg["ray"])
+        check_cluster_gpus(placement, int(cfg["actors"]), cfg["ray"])
     mcfg = _mine_config(cfg)
-    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser().resolve()
+    pairs_dir = Path(str(cfg["pairs_dir"] or default_pairs_dir())).expanduser().resolve()
     if not (pairs_dir / "train").exists():
         raise FileNotFoundError(f"no pairs at {pairs_dir}; run `pcr-ray make-pairs` first (mined pairs are added "
                                 f"to its output)")
-    sources = [s for s in (cfg.get("sources") or []) if not s.get("path")]
+    sources = [s for s in (cfg["sources"] or []) if not s.get("path")]
     if not sources:
         raise ValueError("mine-pairs needs named sources (sources=[{name: physics, kwargs: {n: 100}}])")
     problems = _select_problems(problem_rows(sources), cfg, mcfg)
     if not problems:
         raise ValueError("no problems with gold traces in the configured sources and splits")
-    kw = {"checkpoint": str(ckpt), "mine_cfg": mcfg, "int8": bool(prm.get("int8", True)),
-          "int8_batched": bool(prm.get("int8_batched", False)), "bf16": bool(prm.get("bf16", False)),
-          "max_batch": int(prm.get("max_batch", 64)), "device": placement.device,
-          "max_length": None}  # the length the checkpoint was trained at
+    kw = {"prm_cfg": prm, "checkpoint": str(ckpt), "mine_cfg": mcfg, "device": placement.device}
     if use_ray:
         import ray
 
         df = ray.data.from_items(problems).map_batches(
-            MineBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg.get("cpus_per_actor", 1))},
-            batch_format="pandas", batch_size=int(cfg.get("batch_size", 16)),
-            compute=ray.data.ActorPoolStrategy(size=int(cfg.get("actors", 1))),
-            num_cpus=float(cfg.get("cpus_per_actor", 1)), num_gpus=placement.gpus_per_actor,
+            MineBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg["cpus_per_actor"])},
+            batch_format="pandas", batch_size=int(cfg["batch_size"]),
+            compute=ray.data.ActorPoolStrategy(size=int(cfg["actors"])),
+            num_cpus=float(cfg["cpus_per_actor"]), num_gpus=placement.gpus_per_actor,
         ).to_pandas()
     else:
         rows, _ = mine_rows(problems, MineBatch(**kw).scorer, mcfg)

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.config import cache_dir
-from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.configs import checked_dict
+from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
+from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
-from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
 
 CONFIG_NAME = "train_prm"
 # torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads
@@ -190,52 +191,53 @@ def kind_counts(ds: Any) -> dict[str, int]:
 
 def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
+    cfg = checked_dict("train_prm", cfg)
     from ray.train import CheckpointConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
     t0 = time.perf_counter()
-    prm = dict(cfg.get("prm") or {})
-    kind = str(prm.get("kind", "csp"))
+    prm = dict(cfg["prm"] or {})
+    kind = str(prm["kind"])
     if kind not in KIND_GROUPS:
         raise ValueError(f"prm.kind must be one of {sorted(KIND_GROUPS)}, got {kind!r}")
-    kinds = tuple(cfg.get("kinds") or default_kinds(kind))
-    pairs_dir = Path(str(cfg.get("pairs_dir") or default_pairs_dir())).expanduser()
-    output = Path(str(cfg.get("output") or (cache_dir() / "prm" / kind))).expanduser().resolve()
-    storage = Path(str(cfg.get("storage_path") or (cache_dir() / "ray_train"))).expanduser().resolve()
-    run_name = str(cfg.get("run_name") or f"prm-{kind}")
-    scaling = dict(cfg.get("scaling") or {})
-    tcfg = dict(cfg.get("train") or {})
-    seed = int(tcfg.get("seed", 0))
+    kinds = tuple(cfg["kinds"] or default_kinds(kind))
+    pairs_dir = Path(str(cfg["pairs_dir"] or default_pairs_dir())).expanduser()
+    output = Path(str(cfg["output"] or (cache_dir() / "prm" / kind))).expanduser().resolve()
+    storage = Path(str(cfg["storage_path"] or (cache_dir() / "ray_train"))).expanduser().resolve()
+    run_name = str(cfg["run_name"] or f"prm-{kind}")
+    scaling = dict(cfg["scaling"] or {})
+    tcfg = dict(cfg["train"] or {})
+    seed = int(tcfg["seed"])
     for split in ("train", "validation"):
         if not (pairs_dir / split).exists():
             raise FileNotFoundError(f"no pairs at {pairs_dir / split}; run `pcr-ray make-pairs` first "
                                     f"(or set pairs_dir=...)")
-    if not cfg.get("resume", True):
+    if not cfg["resume"]:
         shutil.rmtree(storage / run_name, ignore_errors=True)
 
-    init_ray(cfg.get("ray"))
-    weights = dict(cfg.get("kind_weights") or {})
-    listwise = str(tcfg.get("loss", "pairwise")) == "listwise"
+    init_ray(cfg["ray"])
+    weights = dict(cfg["kind_weights"] or {})
+    listwise = str(tcfg["loss"]) == "listwise"
     if listwise and weights:
         raise ValueError("kind_weights do not apply to train.loss=listwise (lists are sampled whole); drop them")
     unknown = sorted(set(weights) - set(kinds))
     if unknown:
         raise ValueError(f"kind_weights names kinds {unknown} that are not trained on (kinds: {list(kinds)})")
-    train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg.get("limit_train") or 0), seed,
+    train_ds = load_pairs_dataset(pairs_dir, "train", kinds, int(cfg["limit_train"] or 0), seed,
                                   weights, whole_lists=listwise).materialize()
-    val_ds = load_pairs_dataset(pairs_dir, "validation", kinds, int(cfg.get("limit_val") or 0), seed).materialize()
+    val_ds = load_pairs_dataset(pairs_dir, "validation", kinds, int(cfg["limit_val"] or 0), seed).materialize()
     n_train, n_val = train_ds.count(), val_ds.count()
     if n_train == 0:
         raise ValueError(f"no {kind} training pairs (kinds {list(kinds)}) in {pairs_dir}/train")
-    cpus = float(scaling.get("cpus_per_worker", 1))
+    cpus = float(scaling["cpus_per_worker"])
     train_cfg = {
-        "backbone": prm.get("backbone", "minilm"), "pooling": prm.get("pooling", "mean"),
-        "dropout": float(prm.get("dropout", 0.1)), "max_length": int(prm.get("max_length", 160)), "kind": kind,
+        "backbone": prm["backbone"], "pooling": prm["pooling"],
+        "dropout": float(prm["dropout"]), "max_length": int(prm["max_length"]), "kind": kind,
         **tcfg, "n_train": int(n_train),
     }
     if train_cfg.get("init_from"):  # the Ray Train workers run in another directory: pass an absolute path
         train_cfg["init_from"] = str(Path(str(train_cfg["init_from"])).expanduser().resolve())
-    if not train_cfg.get("torch_threads") and not scaling.get("use_gpu"):
+    if not train_cfg.get("torch_threads") and not scaling["use_gpu"]:
         train_cfg["torch_threads"] = max(1, int(cpus))
     by_kind = kind_counts(train_ds)
     print(f"[train-prm] {kind} PRM: {n_train} train / {n_val} validation pairs (kinds {list(kinds)}), "
@@ -243,13 +245,13 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     print("[train-prm] train pairs by kind: " + ", ".join(f"{k} {v}" for k, v in by_kind.items()), flush=True)
     trainer = TorchTrainer(
         ray_train_loop,
-        train_loop_config={"train": train_cfg, "shuffle_buffer": int(cfg.get("shuffle_buffer", 2048))},
-        scaling_config=ScalingConfig(num_workers=int(scaling.get("num_workers", 1)),
-                                     use_gpu=bool(scaling.get("use_gpu", False)),
+        train_loop_config={"train": train_cfg, "shuffle_buffer": int(cfg["shuffle_buffer"])},
+        scaling_config=ScalingConfig(num_workers=int(scaling["num_workers"]),
+                                     use_gpu=bool(scaling["use_gpu"]),
                                      resources_per_worker={"CPU": cpus,
-                                                           **({"GPU": 1} if scaling.get("use_gpu") else {})}),
+                                                           **({"GPU": 1} if scaling["use_gpu"] else {})}),
         run_config=RunConfig(name=run_name, storage_path=str(storage),
-                             checkpoint_config=CheckpointConfig(num_to_keep=int(cfg.get("keep_checkpoints", 2))),
+                             checkpoint_config=CheckpointConfig(num_to_keep=int(cfg["keep_checkpoints"])),
                              worker_runtime_env={"env_vars": dict(WORKER_ENV)}),
         datasets={"train": train_ds, "validation": val_ds},
     )

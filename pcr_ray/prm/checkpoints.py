@@ -108,15 +108,14 @@ def select_pairs(rows: Sequence[Mapping[str, Any]], n: int, seed: int = 0) -> li
 
 
 def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 1, val_pairs: int = 200,
-                      max_seconds: float = 0.0, seed: int = 0, backbone: str = "minilm",
+                      seed: int = 0, backbone: str = "minilm",
                       sources: Sequence[Mapping[str, Any]] | None = None, force: bool = False,
                       train_overrides: Mapping[str, Any] | None = None) -> Path:
     """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
     epochs; defaults take about 4 minutes on 2 cores. The schedule is a fixed number of pairs, so the same data and
-    seed train the same steps on any machine (up to floating-point differences between CPUs); max_seconds > 0
-    stops earlier on a slow one, at the price of a model that depends on the machine's speed (0: no clock).
+    seed train the same steps on any machine (up to floating-point differences between CPUs).
     """
     from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
@@ -141,7 +140,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
         print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
               f"problems ({time.perf_counter() - t0:.1f}s to make pairs)", file=sys.stderr, flush=True)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
-                                     "max_seconds": max_seconds, "n_train": len(train),
+                                     "n_train": len(train),
                                      **dict(train_overrides or {})})
         run_dir = dest.parent / f".run_{kind}_{os.getpid()}"
         shutil.rmtree(run_dir, ignore_errors=True)

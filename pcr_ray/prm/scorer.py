@@ -23,13 +23,13 @@ class PRMScorer:
     """Scores (context, step) pairs -> r in [0, 1]; dynamic batching: sort by length, batches of <= max_batch.
 
     A dynamically quantized (int8) model takes its activation scale per forward pass, so it scores one pair
-    per pass unless `int8_batched`: a pair's score is then a function of the pair alone, as in fp32.
+    per pass: a pair's score is then a function of the pair alone, as in fp32.
     `bf16` runs the batched forward pass under bfloat16 autocast (no quantization scales: batched like fp32).
     """
 
     def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
                  max_length: int = 256, identity: dict[str, Any] | None = None, int8: bool = False,
-                 int8_batched: bool = False, bf16: bool = False) -> None:
+                 bf16: bool = False) -> None:
         if max_batch < 1 or max_length < 8:
             raise ValueError("max_batch must be >= 1 and max_length >= 8")
         if int8 and bf16:
@@ -38,10 +38,9 @@ class PRMScorer:
         self.tokenizer = tokenizer
         self.device = torch.device(device)
         self.int8 = bool(int8)
-        self.int8_batched = bool(int8_batched)
         self.bf16 = bool(bf16)
         # int8 per pair: no batch-mates, no padding in the activation scale (README, PRM scoring)
-        self.pass_size = 1 if (self.int8 and not self.int8_batched) else int(max_batch)
+        self.pass_size = 1 if self.int8 else int(max_batch)
         self.max_batch = int(max_batch)
         self.max_length = int(max_length)
         self.identity: dict[str, Any] = dict(identity or {})
@@ -50,13 +49,11 @@ class PRMScorer:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
-                        max_batch: int = 64, max_length: int | None = None,
-                        int8_batched: bool = False, bf16: bool = False) -> PRMScorer:
+                        max_batch: int = 64, max_length: int | None = None, bf16: bool = False) -> PRMScorer:
         """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
 
         Dynamic int8 takes its activation scale per forward pass, padding included, so an int8 model scores one
-        pair per pass (about 2x fp32 on 2 cores) and a score depends on the pair alone. int8_batched=True batches
-        like fp32 (1.85x fp32), and a pair's score then moves with its batch-mates (README, PRM scoring).
+        pair per pass (about 2x fp32 on 2 cores) and a score depends on the pair alone.
         bf16=True scores batched under bfloat16 autocast (fp32 weights; CPUs with AVX512-BF16 or AMX, GPUs).
 
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
@@ -82,12 +79,12 @@ class PRMScorer:
         model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
                     "render": meta.render,
-                    "pooling": meta.pooling, "int8": bool(int8), "int8_batched": bool(int8 and int8_batched),
+                    "pooling": meta.pooling, "int8": bool(int8),
                     "bf16": bool(bf16), "device": device, "max_length": max_length,
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
         return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, int8_batched=int8_batched, bf16=bf16)
+                   int8=int8, bf16=bf16)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Raw head outputs (before the sigmoid), in input order."""

@@ -68,7 +68,7 @@ class TrainConfig:
     torch_threads: int = 0
     n_train: int = 0  # rows in the train set (for the LR schedule); LocalSession fills it in
     val_batch_size: int = 64
-    max_seconds: float = 0.0  # stop training after this long (single worker only); 0 = no limit
+    max_batches: int = 0  # >0: stop training after this many batches (smoke runs, tests); 0 = no limit
     progress: bool = True
     group_window: int = 16  # >0: rows of this many batches are regrouped by length (less padding), then shuffled
     log_every: int = 0  # >0: also print a line every this many batches (rank 0), for logs without a tty
@@ -242,7 +242,6 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
     model.to(device)
     wrapped = session.prepare_model(model)
     rank0 = session.world_rank == 0
-    t_start = time.perf_counter()
     last: dict[str, Any] = dict(history[-1]) if history else {}
     for epoch in range(start_epoch, cfg.epochs):
         wrapped.train()
@@ -282,7 +281,7 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
                 print(f"[prm] epoch {epoch + 1} batch {n_batches}/{_steps_per_epoch(cfg, session.world_size)} "
                       f"loss {loss_sum / max(seen, 1):.4f} ({seen / (time.perf_counter() - t0):.2f} pairs/s)",
                       file=sys.stderr, flush=True)
-            if cfg.max_seconds > 0 and session.world_size == 1 and time.perf_counter() - t_start > cfg.max_seconds:
+            if cfg.max_batches > 0 and n_batches >= cfg.max_batches:
                 stopped = True
                 break
         if bar is not None:

@@ -20,14 +20,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pcr_ray.core.trace import Answer, Step, Trace
+from pcr_ray.core.verifier import AnswerValue, VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest, uses_feedback
 from pcr_ray.prm.render import canonical_names, render_answer, render_context
-from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
 from pcr_ray.search.selection import Answered, answer_quantity, select_answered
-from pcr_ray.core.trace import Answer, Step, Trace
-from pcr_ray.core.verifier import AnswerValue, VerifierState, verify
+from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,7 @@ def _select(run: _Run, children: list[_Child], cfg: SearchConfig) -> None:
         if last is None or last < cfg.threshold:
             run.counts["below_threshold"] += 1
             continue
-        tie = -last if cfg.tie_break == "last" else 0.0
-        ranked.append((trace_score(ch.beam, cfg.aggregate), tie, ch.beam.rank, ch))
+        ranked.append((trace_score(ch.beam, cfg.aggregate), 0.0, ch.beam.rank, ch))
     ranked.sort(key=lambda t: (-t[0], t[1], t[2]))
     kept: list[Beam] = []
     slots = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from pcr_ray.core.trace import Answer, Step, ParseContext, parse_answer, parse_step
+from pcr_ray.core.trace import Answer, ParseContext, Step, parse_answer, parse_step
 from pcr_ray.core.units import try_unit_info
 from pcr_ray.core.verifier import (
     AnswerValue,
@@ -18,9 +18,9 @@ from pcr_ray.core.verifier import (
     StepResult,
     VerifierConfig,
     VerifierState,
-    make_diagnostic,
     check_answer,
     check_step,
+    make_diagnostic,
 )
 
 _LENIENT = VerifierConfig(rel_tol=1e300, abs_tol=1e300, coverage=0.0)
@@ -45,13 +45,15 @@ def parse_candidate(raw: str, index: int) -> Parsed:
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        return Parsed(raw, diagnostic=make_diagnostic(index, "malformed", f"not valid JSON: {str(exc).splitlines()[0]}"))
+        first = str(exc).splitlines()[0]
+        return Parsed(raw, diagnostic=make_diagnostic(index, "malformed", f"not valid JSON: {first}"))
     ctx = ParseContext()
     if isinstance(obj, dict) and "answer" in obj and "op" not in obj:
         ans = parse_answer(obj["answer"], ctx)
         if ans is None or not ans:
             e = ctx.errors[0] if ctx.errors else None
-            return Parsed(raw, diagnostic=make_diagnostic(None, "malformed", f"{e.path}: {e.message}" if e else "empty answer"))
+            msg = f"{e.path}: {e.message}" if e else "empty answer"
+            return Parsed(raw, diagnostic=make_diagnostic(None, "malformed", msg))
         return Parsed(raw, answer=ans)
     step = parse_step(obj, index, ctx)
     if step is None:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.prm.render import render_candidate, render_context
 from pcr_ray.core.trace import Given, Step
+from pcr_ray.prm.render import render_candidate, render_context
 
 
 def pair_for(problem_text: str, givens: Sequence[Given], prefix: Sequence[Step], step: Step,

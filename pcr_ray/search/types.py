@@ -19,14 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pcr_ray.search.selection import SELECTIONS
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
+from pcr_ray.search.selection import SELECTIONS
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
 AGGREGATES = ("last", "min", "mean", "prod")
 STOPS = ("first", "best")
-TIE_BREAKS = ("rank", "last")
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,7 @@ class SearchConfig:
     stop: when a PRM-ranked search ends once it holds n_complete answered traces: `first` at once, `best` only when
     no live beam scores above the best answered trace (a weaker beam's answer does not end a better-scored path;
     exact for `min` and `prod`, which never rise along a trace).
-    tie_break: how children of equal aggregate are ordered: `rank` (generator order, which puts answer
-    declarations first) or `last` (the child's own score first, then generator order). Under `min` every child
-    of a beam whose weakest step is below the child's score ties at that step's score, so `rank` lets an answer
-    declaration end a path that the PRM scores a continuation of higher.
+    Children of equal aggregate keep generator order (answer declarations first).
     """
 
     method: str = "nsprm"
@@ -67,7 +63,6 @@ class SearchConfig:
     log_candidates: bool = False
     answer_selection: str = "best"
     stop: str = "first"
-    tie_break: str = "rank"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -76,8 +71,6 @@ class SearchConfig:
             raise ValueError(f"answer_selection must be one of {SELECTIONS}, got {self.answer_selection!r}")
         if self.stop not in STOPS:
             raise ValueError(f"stop must be one of {STOPS}, got {self.stop!r}")
-        if self.tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
         for name in ("beam_width", "k", "max_steps", "n_complete", "n_samples"):

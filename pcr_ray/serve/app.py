@@ -9,12 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import signal
-import socket
-import sys
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -25,6 +21,9 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcr_ray import __version__
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
+from pcr_ray.prm.build import QUICK
 from pcr_ray.serve.models import (
     MAX_CANDIDATES,
     MAX_ID_CHARS,
@@ -38,8 +37,6 @@ from pcr_ray.serve.models import (
     VerdictModel,
     VerifyRequest,
 )
-from pcr_ray.core.trace import parse_trace
-from pcr_ray.core.verifier import CODES, VerifierState, make_diagnostic, check_step, verify, verify_step
 
 SERVICE = "pcr_ray scoring service"
 VERSION = __version__
@@ -114,10 +111,13 @@ def no_checkpoint_message(kind: str = "csp") -> str:
 
 
 def resolve_checkpoint(settings: ServeSettings) -> Path | None:
-    """The checkpoint folder to serve, or None (no PRM); a configured path that is missing is an error."""
+    """The checkpoint folder to serve, or None (no PRM); a configured path that is missing is an error.
+
+    `quick` (or null) serves the cached quick PRM of `kind` when one has been trained; the service never trains.
+    """
     if not settings.prm_enabled:
         return None
-    if settings.checkpoint:
+    if settings.checkpoint and settings.checkpoint != QUICK:
         p = Path(settings.checkpoint).expanduser().resolve()
         if not p.is_dir():
             raise FileNotFoundError(f"PRM checkpoint folder {p} does not exist "

@@ -23,7 +23,6 @@ from ray import serve
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, create_app, resolve_checkpoint
 
-
 _BATCHES_IN_FLIGHT = 8  # @serve.batch batches that may wait on the model at once (merged by ForwardCoalescer)
 
 
@@ -104,10 +103,10 @@ class PRMScorerDeployment:
             import torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.scorer import PRMScorer
+        from pcr_ray.prm.build import build_scorer
 
-        self.scorer = PRMScorer.from_checkpoint(checkpoint, device=device, int8=int8, bf16=bf16,
-                                                max_batch=scorer_max_batch, max_length=scorer_max_length)
+        prm_cfg = {"device": device, "int8": int8, "bf16": bf16, "max_batch": scorer_max_batch}
+        self.scorer = build_scorer(prm_cfg, checkpoint, max_length=scorer_max_length)
         self._batched.set_max_batch_size(max_batch_size)
         self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
         self.max_batch_size = max_batch_size

@@ -1,0 +1,71 @@
+"""The one way a PRM scorer is built from a `prm:` config: which checkpoint folder, then the scorer on it.
+
+`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind`
+(cache_dir()/prm/<kind>), trained on first use on this machine (pcr_ray.prm.checkpoints). Nothing else trains a
+replacement: a folder that is missing is an error that names it and says how to make one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.prm.base import META_FILE
+
+QUICK = "quick"
+# the prm config keys that shape a scorer (the rest are training's)
+SCORER_KEYS = ("device", "int8", "bf16", "max_batch")
+
+
+class MissingCheckpointError(FileNotFoundError):
+    """The PRM checkpoint a config names is not there; the message says how to make one."""
+
+
+def _make_one(kind: str) -> str:
+    return (f"make one with `pcr-ray train-prm prm.kind={kind} output=DIR` (docs/prm.md), or pass "
+            f"prm.checkpoint={QUICK} for the quick MiniLM PRM trained on this machine on first use")
+
+
+def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path:
+    """The checkpoint folder `prm_cfg` names; `quick` trains the quick PRM when missing unless train=False."""
+    ck = prm_cfg.get("checkpoint")
+    kind = str(prm_cfg.get("kind", "csp"))
+    if ck is None or str(ck) == "":
+        raise MissingCheckpointError(f"no PRM checkpoint configured (prm.checkpoint is null): pass "
+                                     f"prm.checkpoint=/path/to/checkpoint, or {_make_one(kind)}")
+    from pcr_ray.prm import checkpoints
+
+    if str(ck) == QUICK:
+        if train:
+            return checkpoints.ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
+        found = checkpoints.find_checkpoint(kind)
+        if found is None:
+            raise MissingCheckpointError(f"prm.checkpoint={QUICK}: no quick {kind} PRM in "
+                                         f"{checkpoints.default_checkpoint_dir(kind)} yet; `pcr-ray solve` or "
+                                         f"`make demo` trains it, or {_make_one(kind)}")
+        return found
+    return require_checkpoint(ck, kind)
+
+
+def require_checkpoint(path: str | Path, kind: str = "csp") -> Path:
+    """`path` resolved, when it holds a checkpoint (its prm.json); else MissingCheckpointError naming it."""
+    p = Path(str(path)).expanduser()
+    if not (p / META_FILE).is_file():
+        what = "does not exist" if not p.exists() else f"has no {META_FILE}, so it is no PRM checkpoint"
+        raise MissingCheckpointError(f"PRM checkpoint {p} {what} on this machine. On a cluster, put checkpoints "
+                                     f"on a filesystem every node sees. To {_make_one(kind)}")
+    return p.resolve()
+
+
+def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None, **overrides: Any) -> Any:
+    """A PRMScorer on `checkpoint` (default: checkpoint_path(prm_cfg)) with the config's scoring settings.
+
+    `overrides` replace config keys (e.g. max_length for tests); max_length is otherwise the checkpoint's own.
+    """
+    from pcr_ray.prm.scorer import PRMScorer
+
+    path = require_checkpoint(checkpoint, str(prm_cfg.get("kind", "csp"))) if checkpoint else checkpoint_path(prm_cfg)
+    kw = {k: prm_cfg[k] for k in SCORER_KEYS if prm_cfg.get(k) is not None}
+    kw.update(overrides)
+    return PRMScorer.from_checkpoint(path, **kw)

@@ -1,0 +1,46 @@
+"""Typed configs: every entry point's YAML fits its schema, and a misspelt, dead or mistyped key fails at once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from omegaconf import OmegaConf
+
+from pcr_ray.configs import SCHEMAS, ConfigError, check, compose
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_entry_point_composes_and_fits_its_schema(name: str) -> None:
+    cfg = compose(name)
+    top = {f.name for f in dataclasses.fields(SCHEMAS[name])}
+    assert set(cfg.keys()) == top  # no key of the YAML without a field, no field without a YAML value
+
+
+def test_a_misspelt_key_fails_with_its_name() -> None:
+    with pytest.raises(ConfigError, match="pipeline.batch_sise"):
+        compose("evaluate", values={"pipeline": {"batch_sise": 3}})
+    with pytest.raises(ConfigError, match="pipelin"):
+        compose("evaluate", ["+pipelin.batch_size=3"])
+    with pytest.raises(ConfigError, match="limit_trian"):
+        compose("train_prm", ["+limit_trian=10"])
+
+
+def test_a_value_of_the_wrong_type_fails_with_its_key() -> None:
+    with pytest.raises(ConfigError, match="pipeline.batch_size"):
+        compose("evaluate", ["pipeline.batch_size=eight"])
+    with pytest.raises(ConfigError, match="train.epochs"):
+        compose("train_prm", ["train.epochs=[1,2]"])
+
+
+def test_a_key_the_yaml_leaves_out_is_reported() -> None:
+    cfg = OmegaConf.to_container(compose("make_pairs"))
+    del cfg["rel_tol"]
+    with pytest.raises(ConfigError, match="rel_tol"):
+        check("make_pairs", cfg)
+
+
+def test_values_reach_the_config_typed() -> None:
+    cfg = compose("evaluate", ["experiment=smoke"], values={"pipeline": {"batch_size": 3}})
+    assert cfg.pipeline.batch_size == 3 and cfg.dataset.name == "smoke"
+    assert compose("solve", ["prm.int8=true"]).prm.int8 is True
