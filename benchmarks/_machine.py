@@ -1,4 +1,4 @@
-"""Shared benchmark helpers: describe the machine, write a summary JSON into results/, per-problem records into the cache."""
+"""Shared benchmark helpers: the machine, the summary JSON in results/ (command, git revision), records in the cache."""
 
 from __future__ import annotations
 

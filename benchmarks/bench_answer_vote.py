@@ -20,9 +20,9 @@ from typing import Any
 
 from _machine import machine_info, records_path, write_result
 
+from pcr_ray.core.units import try_unit_info
 from pcr_ray.grading import grade_numeric
 from pcr_ray.search.selection import Answered, answer_quantity, select_answered
-from pcr_ray.core.units import try_unit_info
 
 
 def load_run(name: str) -> dict[tuple[str, str], dict[str, Any]]:
