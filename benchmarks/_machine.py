@@ -1,15 +1,17 @@
-"""Shared benchmark helpers: describe the machine and write a result JSON next to the scripts."""
+"""Shared benchmark helpers: the machine, the summary JSON in results/ (command, git revision), records in the cache."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(ROOT))
 
 
 def machine_info() -> dict:
@@ -34,9 +36,34 @@ def machine_info() -> dict:
     return info
 
 
+def git_revision() -> str:
+    """The checkout's commit, with `+dirty` when tracked files differ from it; `unknown` outside a git checkout."""
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{rev}+dirty" if dirty else rev
+
+
+def records_path(name: str) -> Path:
+    """Where a benchmark's per-problem records go: <cache>/bench/NAME_records.jsonl (never committed)."""
+    from pcr_ray.config import cache_dir
+
+    path = cache_dir() / "bench" / f"{name}_records.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def write_result(name: str, result: dict) -> Path:
+    """Write benchmarks/results/NAME.json with the command line and git revision it was made by."""
+    result.setdefault("command", " ".join(["python", *sys.argv]))
+    result.setdefault("git_revision", git_revision())
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
     return path

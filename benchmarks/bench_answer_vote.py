@@ -1,6 +1,6 @@
 """Answers of several search runs on the same problems, combined offline: by any run, a vote, the best score.
 
-Reads `bench_search_methods.py` record files (`benchmarks/results/<name>_records.jsonl`) of runs over the same
+Reads `bench_search_methods.py` record files (`<cache>/bench/<name>_records.jsonl`) of runs over the same
 problems (other PRMs, enumerator seeds) and reports, per dataset: each run's accuracy, the problems at least one
 run solves (the ceiling of any way of combining them), and three combinations of their answers: a majority vote
 (ties by the best trace score), a vote weighted by trace score, and the single best-scored answer. Answers are
@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from _machine import RESULTS, machine_info, write_result
+from _machine import machine_info, records_path, write_result
 
 from pcr_ray.core.units import try_unit_info
 from pcr_ray.grading import grade_numeric
@@ -27,7 +27,7 @@ from pcr_ray.search.selection import Answered, answer_quantity, select_answered
 
 def load_run(name: str) -> dict[tuple[str, str], dict[str, Any]]:
     """{(dataset, problem id): record with a `correct` field} of one run's record file."""
-    path = RESULTS / f"{name}_records.jsonl"
+    path = records_path(name)
     if not path.exists():
         raise SystemExit(f"no record file {path}: run bench_search_methods.py --name {name} first")
     out = {}
@@ -66,7 +66,7 @@ def combine(records: list[dict[str, Any]], how: str) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="record-file names under benchmarks/results/ (without _records.jsonl)")
+    ap.add_argument("runs", nargs="+", help="record-file names under <cache>/bench/ (without _records.jsonl)")
     ap.add_argument("--name", default="bench_answer_vote")
     args = ap.parse_args()
     runs = [load_run(n) for n in args.runs]

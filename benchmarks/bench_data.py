@@ -11,15 +11,14 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
+
+from _machine import write_result
 
 from pcr_ray.config import data_dir
 from pcr_ray.core.verifier import verify
 from pcr_ray.data.givens import RuleBasedExtractor
 from pcr_ray.data.gsm8k_traces import conversion_stats, convert_gsm8k
 from pcr_ray.data.physics import TEMPLATES, generate_problems
-
-OUT = Path(__file__).resolve().parent / "results" / "bench_data.json"
 
 
 def _machine() -> dict:
@@ -75,15 +74,13 @@ def main(argv: list[str] | None = None) -> int:
                                "generate_vs_verify_time_ratio": t_gen / t_ver},
         "givens_extraction": {"texts": len(texts), "texts_per_s": len(texts) / t_ext},
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=2))
+    write_result("bench_data", res)
     g = res["gsm8k_train"]
     print(f"GSM8K train conversion: {g['problems_per_s']:.0f} problems/s on one core "
           f"({stats.rate:.1%} converted; annotations only: {g['annotations_only_problems_per_s']:.0f}/s)")
     print(f"physics generation:     {res['physics_generation']['problems_per_s']:.0f} problems/s "
           f"(verifying them: {res['physics_generation']['verify_problems_per_s']:.0f}/s)")
     print(f"givens extraction:      {res['givens_extraction']['texts_per_s']:.0f} texts/s")
-    print(f"wrote {OUT}")
     return 0
 
 

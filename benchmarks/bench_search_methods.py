@@ -8,7 +8,8 @@ candidate counts and the PRM calls the verifier saved (prm_only's PRM forward pa
 GSM8K uses the four arithmetic ops and the literals 2 and 100 (the ops and the most common constants of the
 converted annotations); physics uses every primitive. Answer declarations are scored by the PRM like steps.
 `prm_only` ranks with the conventional PRM (random-perturbation negatives), as the paper's PRM baseline does;
-the other methods with the NS-PRM. Writes benchmarks/results/bench_search_methods.json.
+the other methods with the NS-PRM. Writes benchmarks/results/NAME.json (the summary) and the per-problem
+records to <cache>/bench/NAME_records.jsonl (what bench_answer_vote.py reads).
 
     .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
         [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
@@ -29,7 +30,7 @@ from typing import Any
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import RESULTS, machine_info, write_result  # noqa: E402
+from _machine import machine_info, records_path, write_result  # noqa: E402
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy")
 
@@ -192,7 +193,7 @@ def main() -> None:
                   f"({res['prm_calls_saved_by_verifier']['fraction_of_prm_only']:.1%} of prm_only's)")
         out["datasets"][dataset] = res
     write_result(args.name, out)
-    path = RESULTS / f"{args.name}_records.jsonl"
+    path = records_path(args.name)
     with open(path, "w") as fh:
         for r in records:
             r.pop("candidates", None)
