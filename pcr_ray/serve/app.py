@@ -9,12 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import signal
-import socket
-import sys
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -25,6 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcr_ray import __version__
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
 from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
 from pcr_ray.serve.models import (
     MAX_CANDIDATES,
@@ -39,8 +37,6 @@ from pcr_ray.serve.models import (
     VerdictModel,
     VerifyRequest,
 )
-from pcr_ray.core.trace import parse_trace
-from pcr_ray.core.verifier import CODES, VerifierState, make_diagnostic, check_step, verify, verify_step
 
 SERVICE = "pcr_ray scoring service"
 VERSION = __version__

@@ -24,7 +24,6 @@ from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
-
 _BATCHES_IN_FLIGHT = 8  # @serve.batch batches that may wait on the model at once (merged by ForwardCoalescer)
 
 
