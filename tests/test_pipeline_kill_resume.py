@@ -20,7 +20,7 @@ from tests.pipeline_util import read_metrics, read_rows, smoke_overrides, tiny_c
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-N_PROBLEMS = 10
+N_PROBLEMS = 8
 METHODS = ("verifier_only", "greedy")
 
 
@@ -54,14 +54,17 @@ def test_sigkilled_evaluate_resumes_with_every_row_once_and_a_truncated_shard_re
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen([sys.executable, "-m", "pcr_ray.evaluate", *_overrides(run, prm)], cwd=tmp_path,
+    # The driver joins the session's Ray as a second job (as on a cluster): its kill takes its actors, not Ray.
+    address = ray_session.get_runtime_context().gcs_address
+    driver = subprocess.Popen([sys.executable, "-m", "pcr_ray.evaluate", *_overrides(run, prm),
+                               f"ray.address={address}"], cwd=tmp_path,
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started: list[int] = []
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 180  # generous: a loaded CI machine
         while len(shard_paths(run)) < 3:  # mid-run: some batches written, most not
             assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the driver wrote no shards in 90 s"
+            assert time.monotonic() < deadline, "the driver wrote fewer than 3 shards in 180 s"
             started = _descendants(driver.pid) or started
             time.sleep(0.2)
         started = _descendants(driver.pid) or started
