@@ -55,17 +55,27 @@ $(VENV)/.chromium: $(STAMP)
 	  && touch $@ || echo "note: chromium could not be installed; the report browser test will be skipped"; \
 	else echo "note: chromium not found (apt-get install chromium); the report browser test will be skipped"; fi
 
+# bubblewrap (Debian package) confines the pyexec baseline's model-written programs (docs/reliability.md); without
+# it pyexec refuses to run. Installed when root with apt-get; else the sandbox isolation tests skip.
+$(VENV)/.bwrap: $(STAMP)
+	@if command -v bwrap >/dev/null 2>&1; then touch $@; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing bubblewrap (Debian) for the pyexec sandbox..."; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	  && touch $@ || echo "note: bubblewrap could not be installed; pyexec will refuse to run (apt-get install bubblewrap)"; \
+	else echo "note: bwrap not found (apt-get install bubblewrap); pyexec will refuse to run, its isolation tests skip"; fi
+
 venv: $(STAMP)
 
-test: $(STAMP) $(VENV)/.chromium
+test: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
 	$(BIN)/python -m pytest
 
 # For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
 FAST_MARKERS := not slow and not quick_prm and not llm and not browser
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(VENV)/.bwrap
 	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" --durations=5
 
-demo: $(STAMP)
+demo: $(STAMP) $(VENV)/.bwrap
 	$(BIN)/pcr-ray demo
 
 bench: $(STAMP)

@@ -289,6 +289,9 @@ class ServeConfig:
     max_batch_size: int
     batch_wait_timeout_s: float
     host: str
+    api_key_env: str
+    api_key_file: Optional[str]
+    allow_unauthenticated: bool
     port: int
     max_body_bytes: int
     app_name: str

@@ -11,8 +11,13 @@ from pcr_ray.baselines import run_baseline
 from pcr_ray.baselines.answers import extract_answer, last_quantity
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
 from pcr_ray.search import SearchProblem
+from tests.sandbox_util import needs_bwrap
 
 LIM = SandboxLimits(wall_s=4.0, cpu_s=2, memory_mb=256)
+UNCONFINED = SandboxLimits(wall_s=4.0, cpu_s=2, memory_mb=256, sandbox="unconfined")
+# Every guard below bwrap holds on its own: the hostile programs run confined and unconfined.
+BOTH = [pytest.param(LIM, id="bwrap", marks=needs_bwrap),
+        pytest.param(UNCONFINED, id="unconfined", marks=pytest.mark.filterwarnings("ignore::RuntimeWarning"))]
 
 
 class ScriptedGenerator:
@@ -29,9 +34,10 @@ class ScriptedGenerator:
         return out
 
 
-def test_a_good_program_runs_and_its_answer_is_read() -> None:
-    r = run_program("import math\nd = 0.5 * 2 * 5 ** 2\nprint(d, 'm')", LIM)
-    assert r.ok and r.failure == "" and r.returncode == 0
+@pytest.mark.parametrize("lim", BOTH)
+def test_a_good_program_runs_and_its_answer_is_read(lim: SandboxLimits) -> None:
+    r = run_program("import math\nd = 0.5 * 2 * 5 ** 2\nprint(d, 'm')", lim)
+    assert r.ok and r.failure == "" and r.returncode == 0 and r.confined == (lim.sandbox == "bwrap")
     hit = last_quantity(r.stdout)
     assert hit.value == 25.0 and hit.unit == "m"
 
@@ -47,24 +53,27 @@ def test_a_good_program_runs_and_its_answer_is_read() -> None:
     ("socket", "import socket\nsocket.create_connection(('127.0.0.1', 9))", "blocked"),
     ("output", "while True:\n    print('x' * 1000)", "output_limit"),
 ])
-def test_hostile_programs_are_stopped_or_contained(name: str, code: str, failure) -> None:
-    r = run_program(code, LIM)
+@pytest.mark.parametrize("lim", BOTH)
+def test_hostile_programs_are_stopped_or_contained(name: str, code: str, failure, lim: SandboxLimits) -> None:
+    r = run_program(code, lim)
     assert not r.ok and r.failure in ((failure,) if isinstance(failure, str) else failure), (name, r)
-    assert r.wall_s < LIM.wall_s + 3.0
+    assert r.wall_s < lim.wall_s + 3.0
 
 
-def test_writes_outside_the_working_directory_are_blocked() -> None:
+@pytest.mark.parametrize("lim", BOTH)
+def test_writes_outside_the_working_directory_are_blocked(lim: SandboxLimits) -> None:
     target = f"/tmp/pcr_sandbox_escape_{uuid.uuid4().hex}.txt"
-    r = run_program(f"open({target!r}, 'w').write('x')\nprint(1)", LIM)
+    r = run_program(f"open({target!r}, 'w').write('x')\nprint(1)", lim)
     assert r.failure == "blocked" and not os.path.exists(target)
-    r = run_program(f"import os\nos.rename('x', {target!r})", LIM)
+    r = run_program(f"import os\nos.rename('x', {target!r})", lim)
     assert r.failure == "blocked" and not os.path.exists(target)
-    inside = run_program("open('scratch.txt', 'w').write('7')\nprint(open('scratch.txt').read())", LIM)
+    inside = run_program("open('scratch.txt', 'w').write('7')\nprint(open('scratch.txt').read())", lim)
     assert inside.ok and inside.stdout.strip() == "7"
 
 
-def test_network_is_unreachable_even_without_the_hook() -> None:
-    r = run_program("print('ok')", LIM)
+@pytest.mark.parametrize("lim", BOTH)
+def test_network_is_unreachable_even_without_the_hook(lim: SandboxLimits) -> None:
+    r = run_program("print('ok')", lim)
     if not r.isolated_net:
         pytest.skip("unshare -n is not available here (not root, or no user namespaces)")
     assert r.ok
@@ -80,6 +89,7 @@ def test_answer_extraction() -> None:
     assert extract_answer("no numbers at all") is None
 
 
+@needs_bwrap
 def test_pyexec_counts_hostile_attempts_as_failures_and_retries_with_feedback() -> None:
     p = SearchProblem("car", "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", (), "m", 25.0)
     gen = ScriptedGenerator(["```python\nimport os\nos.fork()\nprint(25)\n```",

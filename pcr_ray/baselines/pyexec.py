@@ -2,7 +2,8 @@
 
 Attempts: a program that fails (error, timeout, blocked action, no number printed) is a failed attempt;
 the next request carries what went wrong, up to `max_attempts` programs per problem. Programs never run
-in this interpreter: pcr_ray.baselines.sandbox runs each in a separate, limited process.
+in this interpreter: pcr_ray.baselines.sandbox runs each in a separate, limited process, inside bubblewrap
+(config `sandbox: bwrap`, the default; `unconfined` runs without it, with a warning).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pcr_ray.baselines.answers import last_quantity
+from pcr_ray.baselines.confine import require_bwrap
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.schema import extract_code
@@ -20,11 +22,12 @@ from pcr_ray.search import SearchProblem, SearchResult
 
 
 def limits_from(cfg: Mapping[str, Any]) -> SandboxLimits:
-    """Sandbox limits from config keys timeout_s, cpu_s, memory_mb, output_bytes."""
+    """Sandbox limits from config keys timeout_s, cpu_s, memory_mb, output_bytes, sandbox (bwrap|unconfined)."""
     base = SandboxLimits()
     return SandboxLimits(wall_s=float(cfg.get("timeout_s", base.wall_s)), cpu_s=int(cfg.get("cpu_s", base.cpu_s)),
                          memory_mb=int(cfg.get("memory_mb", base.memory_mb)),
-                         output_bytes=int(cfg.get("output_bytes", base.output_bytes)))
+                         output_bytes=int(cfg.get("output_bytes", base.output_bytes)),
+                         sandbox=str(cfg.get("sandbox", base.sandbox)))
 
 
 def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
@@ -32,6 +35,8 @@ def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
     """Per round, one batched propose() in mode 'python' for the problems still unanswered; run each program."""
     cfg = dict(cfg or {})
     limits = limits_from(cfg)
+    if limits.sandbox == "bwrap":
+        require_bwrap()  # refuse before any generation when programs could not be confined
     attempts = max(1, int(cfg.get("max_attempts", 2)))
     seed = int(cfg.get("seed", 0))
     t0 = time.perf_counter()

@@ -1,17 +1,23 @@
 """Run model-written Python in a separate, limited process; never in the caller's interpreter.
 
 Layers (each one a guard on its own, none trusted alone):
+- bubblewrap (pcr_ray.baselines.confine): the program runs in its own mount, PID, network, IPC and user
+  namespaces and sees only the interpreter, its standard library, the allow-listed packages and its own
+  folder: no home directory, no /etc, no other /tmp folders, no Ray session, no other processes. Where bwrap is
+  missing, run_program refuses (SandboxUnavailable says how to install it) unless `sandbox="unconfined"`;
 - a fresh interpreter, `python -I -S` (isolated: no site, no user site, no PYTHON* variables), a minimal env;
 - a throwaway temporary directory as its working directory, deleted afterwards;
 - resource limits set by the bootstrap before the program is even read: CPU seconds, address space, file
   size (stdout and stderr go to files in that directory, so it also caps output), open files, processes,
   no core dumps;
 - its own session, so the whole process group is killed at the wall-clock timeout;
-- no network: `unshare -n` (an empty network namespace) when running as root and unshare works; and always
+- no network: bwrap's network namespace; unconfined, `unshare -n` when running as root and unshare works;
+- and always
 - a bootstrap that installs an audit hook (sys.addaudithook) before the program runs: sockets, fork/exec/
   spawn/subprocess/system, kill, ctypes, and writes, renames or deletes outside the working directory end the
   process at once (exit code BLOCKED_EXIT), so the program cannot catch and ignore the refusal.
-(RLIMIT_NPROC is not enforced for root, which is why fork is also blocked by the hook.)
+(RLIMIT_NPROC is not enforced for root, even mapped to nobody inside bwrap, which is why fork is also blocked
+by the hook.)
 """
 
 from __future__ import annotations
@@ -23,10 +29,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pcr_ray.baselines import confine
+from pcr_ray.baselines.confine import SandboxUnavailable
+
 BLOCKED_EXIT = 87
+
+__all__ = ["BLOCKED_EXIT", "SandboxLimits", "SandboxResult", "SandboxUnavailable", "run_program"]
 
 _BOOTSTRAP = r'''
 import os, resource, sys
@@ -88,7 +100,8 @@ def _hook(event, args):
             if isinstance(a, (str, bytes, os.PathLike)) and not _inside(a):
                 _deny(event + " outside the working directory")
 
-sys.addaudithook(_hook)
+if sys.argv[9] == "1":
+    sys.addaudithook(_hook)
 _src = open(sys.argv[8], encoding="utf-8").read()
 sys.argv[:] = ["program.py"]
 _code = compile(_src, "program.py", "exec")
@@ -103,6 +116,8 @@ class SandboxLimits:
     """Limits of one run: wall and CPU seconds, memory (address space) MiB, output bytes, processes, files.
 
     `preload`: trusted packages (pure Python) imported before the audit hook when the program names them.
+    `sandbox`: "bwrap" (confined; refused where bubblewrap is missing) or "unconfined" (the layers below bwrap
+    only: the program can read whatever the user can). `audit_hook=False` only to test the outer layer alone.
     """
 
     wall_s: float = 10.0
@@ -113,6 +128,11 @@ class SandboxLimits:
     nofile: int = 64
     network_namespace: bool = True
     preload: tuple[str, ...] = ("sympy",)
+    sandbox: str = "bwrap"
+    audit_hook: bool = True
+
+    def __post_init__(self) -> None:
+        confine.check_mode(self.sandbox)
 
 
 @dataclass(frozen=True)
@@ -126,13 +146,17 @@ class SandboxResult:
     wall_s: float
     failure: str = ""  # '' | timeout | blocked | memory | cpu | output_limit | error | killed
     isolated_net: bool = False
+    confined: bool = False  # ran inside bubblewrap
 
 
-@lru_cache(maxsize=1)
-def _unshare_works() -> bool:
+def _unshare_exe() -> str | None:
+    """`unshare` when it can give the program an empty network namespace here (root); else None."""
     exe = shutil.which("unshare")
-    if exe is None or os.geteuid() != 0:
-        return False
+    return exe if exe is not None and os.geteuid() == 0 and _unshare_works(exe) else None
+
+
+@lru_cache(maxsize=4)
+def _unshare_works(exe: str) -> bool:
     try:
         return subprocess.run([exe, "-n", "true"], capture_output=True, timeout=5).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -155,47 +179,85 @@ def _read(path: str, limit: int) -> str:
 
 
 def run_program(code: str, limits: SandboxLimits | None = None) -> SandboxResult:
-    """Run `code` in the sandbox and report; never raises for anything the program does."""
+    """Run `code` in the sandbox and report; never raises for anything the program does.
+
+    Raises SandboxUnavailable (before running anything) when `limits.sandbox` is "bwrap" and bubblewrap is
+    missing or cannot start here.
+    """
     lim = limits or SandboxLimits()
-    work = tempfile.mkdtemp(prefix="pcr_sandbox_")
+    exe = confine.require_bwrap() if lim.sandbox == "bwrap" else None
+    if exe is None:
+        _warn_unconfined()
+    top = tempfile.mkdtemp(prefix="pcr_sandbox_")
     try:
+        work = os.path.join(top, "work")  # the program's folder (BOX inside bwrap); outputs stay beside it
+        os.mkdir(work)
         prog = os.path.join(work, "program.py")
         boot = os.path.join(work, "bootstrap.py")
         with open(prog, "w", encoding="utf-8") as fh:
             fh.write(code)
         with open(boot, "w", encoding="utf-8") as fh:
             fh.write(_BOOTSTRAP)
-        preload = ",".join(m for m in lim.preload if m in code)
-        cmd = [sys.executable, "-I", "-S", boot, str(lim.cpu_s), str(lim.memory_mb * 1024 * 1024),
-               str(lim.output_bytes), str(lim.nofile), str(lim.nproc), preload, _site_dir(), prog]
-        net = lim.network_namespace and _unshare_works()
-        if net:
-            cmd = [shutil.which("unshare") or "unshare", "-n", "--"] + cmd
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": work, "PYTHONHASHSEED": "0"}
-        out_p, err_p = os.path.join(work, "stdout.txt"), os.path.join(work, "stderr.txt")
+        preload = tuple(m for m in lim.preload if m in code)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+        if exe is not None:
+            inside = confine.BOX
+            args = ["-I", "-S", "-B", f"{inside}/bootstrap.py", *_limit_args(lim), ",".join(preload), confine.SITE,
+                    f"{inside}/program.py", "1" if lim.audit_hook else "0"]
+            cmd = confine.bwrap_command(exe, work, preload, args, {**env, "HOME": inside})
+            popen_env: dict[str, str] = {}  # bwrap's own environment (visible as /proc/1/environ inside): none
+            net = True
+        else:
+            cmd = [sys.executable, "-I", "-S", "-B", boot, *_limit_args(lim), ",".join(preload), _site_dir(), prog,
+                   "1" if lim.audit_hook else "0"]
+            unshare = _unshare_exe() if lim.network_namespace else None
+            net = unshare is not None
+            if unshare is not None:
+                cmd = [unshare, "-n", "--"] + cmd
+            popen_env = {**env, "HOME": work}
+        out_p, err_p = os.path.join(top, "stdout.txt"), os.path.join(top, "stderr.txt")
         t0 = time.perf_counter()
         with open(out_p, "wb") as out_f, open(err_p, "wb") as err_f:
             try:
-                proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out_f,
+                proc = subprocess.Popen(cmd, cwd=work, env=popen_env, stdin=subprocess.DEVNULL, stdout=out_f,
                                         stderr=err_f, start_new_session=True, close_fds=True)
             except OSError as exc:
-                return SandboxResult(False, None, "", f"cannot start the sandbox: {exc}", 0.0, "error", net)
+                return SandboxResult(False, None, "", f"cannot start the sandbox: {exc}", 0.0, "error", net,
+                                     exe is not None)
             timed_out = False
             try:
                 rc = proc.wait(timeout=lim.wall_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(proc)
+                _kill_group(proc)  # bwrap dies; --die-with-parent and the PID namespace take the program along
                 rc = proc.wait()
             finally:
                 _kill_group(proc)  # anything the program left behind in its group
         wall = time.perf_counter() - t0
+        if exe is not None and rc is not None and rc > 128:
+            rc = -(rc - 128)  # bwrap reports a program killed by signal N as exit code 128 + N
         stdout = _read(out_p, lim.output_bytes)
         stderr = _read(err_p, 20000)
         failure = _classify(rc, timed_out, stderr, os.path.getsize(out_p) >= lim.output_bytes)
-        return SandboxResult(failure == "", rc, stdout, stderr[-4000:], round(wall, 4), failure, net)
+        return SandboxResult(failure == "", rc, stdout, stderr[-4000:], round(wall, 4), failure, net,
+                             exe is not None)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _limit_args(lim: SandboxLimits) -> list[str]:
+    return [str(lim.cpu_s), str(lim.memory_mb * 1024 * 1024), str(lim.output_bytes), str(lim.nofile),
+            str(lim.nproc)]
+
+
+@lru_cache(maxsize=1)
+def _warn_unconfined() -> None:
+    """Once per process: programs run without bubblewrap can read everything this user can."""
+    msg = ("pyexec sandbox is UNCONFINED (baselines.sandbox=unconfined): model-written programs can READ every "
+           "file this user can (home directory, ~/.ray/auth_token, /etc/shadow as root) and print it into the "
+           f"results; install bubblewrap (`{confine.INSTALL_HINT}`) and drop the setting")
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    print(f"WARNING: {msg}", file=sys.stderr, flush=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -172,6 +172,26 @@ def normalize_unit_text(text: str) -> tuple[float, str]:
     return factor, s
 
 
+MAX_UNIT_EXPONENT = 12  # |exponent| allowed in a unit: pint computes scale**n exactly, so 'kn²²²²²²²²' would hang
+_SUPERSCRIPT_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+_EXPONENT_LITERAL = re.compile(r"\*\*\s*\(?\s*[-+]?\s*([0-9][0-9.eE+-]*)|([⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+_CHAINED_POWER = re.compile(r"\*\*\s*[-+(\s]*[0-9.eE]+\s*\)?\s*\*\*")
+
+
+def _check_exponents(pint_text: str, text: str) -> None:
+    """UnitError for an exponent beyond MAX_UNIT_EXPONENT or a power of a power (before pint computes them)."""
+    if _CHAINED_POWER.search(pint_text):
+        raise UnitError(f"unit {text!r}: a power of a power is not a unit")
+    for m in _EXPONENT_LITERAL.finditer(pint_text):
+        raw = m.group(1) if m.group(1) is not None else m.group(2).translate(_SUPERSCRIPT_DIGITS)
+        try:
+            e = float(raw.rstrip("+-eE."))
+        except ValueError:
+            continue  # not a number: pint rejects it
+        if abs(e) > MAX_UNIT_EXPONENT:
+            raise UnitError(f"unit {text!r}: exponent {raw} is beyond +-{MAX_UNIT_EXPONENT}")
+
+
 def _dims_of(dimensionality: object) -> Dims:
     d = dict(dimensionality)  # type: ignore[call-overload]
     out = []
@@ -195,7 +215,10 @@ def unit_info(text: str) -> UnitInfo:
         raise UnitError("unit string longer than 200 characters")
     try:
         factor, pint_text = normalize_unit_text(text)
+        _check_exponents(pint_text, text)
         unit = UREG.parse_units(pint_text)
+        if any(abs(e) > MAX_UNIT_EXPONENT for e in unit._units.values()):  # (m**9)**9: built by the parser
+            raise UnitError(f"unit {text!r} has an exponent beyond +-{MAX_UNIT_EXPONENT}")
         q1 = UREG.Quantity(1.0, unit)
         if not q1._is_multiplicative:  # offset unit such as degC: measure scale and offset separately
             q0 = UREG.Quantity(0.0, unit).to_base_units()

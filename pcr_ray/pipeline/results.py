@@ -1,7 +1,8 @@
 """Result rows on disk: one parquet shard per completed batch, a merged results.parquet, and resume keys.
 
 A row is one (problem, method). Shards are written atomically (temp file + rename) as batches finish, so a
-crash never loses a completed batch and never leaves a half-written shard. On merge, a (problem_id,
+crash never loses a completed batch and never leaves a half-written shard; a shard damaged anyway (a disk
+that lost its tail) is detected on resume, moved aside, and its rows are run again. On merge, a (problem_id,
 method) that appears more than once (a retried error, a resumed run) keeps its latest non-error row.
 """
 
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 
 SHARDS = "shards"
 RESULTS_FILE = "results.parquet"
+CORRUPT_SUFFIX = ".corrupt"
 
 # The one schema every shard is written with (so shards always concatenate).
 RESULT_SCHEMA = pa.schema([
@@ -120,6 +122,8 @@ class ShardWriter:
         self.dir = Path(run_dir) / SHARDS
         self.dir.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id or uuid.uuid4().hex[:8]
+        for stale in self.dir.glob("part-*.parquet.tmp"):  # a write cut short by a kill: never a shard
+            stale.unlink(missing_ok=True)
         self._seq = len(list(self.dir.glob("part-*.parquet")))
         self.rows_written = 0
 
@@ -149,16 +153,24 @@ def shard_paths(run_dir: str | Path) -> list[Path]:
     return sorted(d.glob("part-*.parquet")) if d.is_dir() else []
 
 
-def read_shards(run_dir: str | Path) -> pa.Table:
-    """Every row of every shard (duplicates included), in write order; an empty table when none."""
+def read_shards(run_dir: str | Path, *, set_aside: bool = False) -> pa.Table:
+    """Every row of every shard (duplicates included), in write order; an empty table when none.
+
+    An unreadable shard (cut short, not parquet, wrong columns) is skipped with a one-line warning; with
+    `set_aside` (resume) it is renamed to *.parquet.corrupt, so its rows count as not done and run again.
+    """
     tables = []
     for p in shard_paths(run_dir):
         try:
-            t = pq.read_table(p)
-        except (OSError, pa.ArrowInvalid) as exc:  # a corrupt shard must not take the run down
-            print(f"warning: skipping unreadable shard {p}: {exc}")
-            continue
-        tables.append(t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA))
+            tables.append(pq.read_table(p).select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA))
+        except Exception as exc:  # any damage (ArrowInvalid, OSError, KeyError: missing columns) skips the shard
+            why = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
+            if set_aside:
+                dest = p.with_name(p.name + CORRUPT_SUFFIX)
+                os.replace(p, dest)
+                print(f"warning: shard {p.name} is unreadable ({why}); moved aside to {dest.name}, its rows run again")
+            else:
+                print(f"warning: skipping unreadable shard {p.name} ({why})")
     return pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
 
 
@@ -176,8 +188,11 @@ def dedupe(table: pa.Table) -> pa.Table:
 
 
 def completed_keys(run_dir: str | Path, retry_errors: bool = True) -> set[tuple[str, str]]:
-    """(problem_id, method) pairs already done; with retry_errors, rows that ended in a pipeline error are not done."""
-    t = read_shards(run_dir)
+    """(problem_id, method) pairs already done; with retry_errors, rows that ended in a pipeline error are not done.
+
+    Unreadable shards are moved aside (read_shards(set_aside=True)): their rows are not done.
+    """
+    t = read_shards(run_dir, set_aside=True)
     done: set[tuple[str, str]] = set()
     for pid, method, err in zip(t.column("problem_id").to_pylist(), t.column("method").to_pylist(),
                                 t.column("error").to_pylist(), strict=True):

@@ -24,6 +24,7 @@ from pcr_ray import __version__
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
 from pcr_ray.prm.build import QUICK
+from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
 from pcr_ray.serve.models import (
     MAX_CANDIDATES,
     MAX_ID_CHARS,
@@ -69,6 +70,9 @@ class ServeSettings:
     max_ongoing_requests: int = 256
     torch_threads: int = 0
     ray_address: str | None = None
+    api_key_env: str = "PCR_RAY_API_KEY"  # the API key's environment variable (pcr_ray.serve.auth)
+    api_key_file: str | None = None  # or a file holding it; beyond loopback one of them is required ...
+    allow_unauthenticated: bool = False  # ... unless this says otherwise (a loud warning)
 
     @classmethod
     def from_mapping(cls, cfg: Mapping[str, Any] | None) -> ServeSettings:
@@ -95,6 +99,12 @@ class ServeSettings:
         if s.int8 and s.bf16:
             raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
         return s
+
+
+def auth_for(settings: ServeSettings) -> ApiKeyAuth:
+    """The API-key policy of these settings; ValueError when the host is beyond loopback and no key is set."""
+    return ApiKeyAuth.from_settings(settings.host, settings.api_key_env, settings.api_key_file,
+                                    settings.allow_unauthenticated)
 
 
 def no_checkpoint_message(kind: str = "csp") -> str:
@@ -466,9 +476,13 @@ _COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def create_app(backend: ScoreBackend | None, settings: ServeSettings | None = None,
-               checkpoint: str | None = None) -> FastAPI:
-    """The FastAPI app: /v1/verify, /v1/score, /healthz, /v1/info (no Ray needed; Serve hosts it)."""
+               checkpoint: str | None = None, auth: ApiKeyAuth | None = None) -> FastAPI:
+    """The FastAPI app: /v1/verify, /v1/score, /healthz, /v1/info (no Ray needed; Serve hosts it).
+
+    `auth`: the API-key policy; None means `auth_for(settings)` (which refuses a non-loopback host without key).
+    """
     settings = settings or ServeSettings()
+    auth = auth if auth is not None else auth_for(settings)
     app = FastAPI(
         title=SERVICE, version=VERSION, default_response_class=SafeJSONResponse,
         description="Verify structured reasoning traces symbolically (units, arithmetic, coherence) and "
@@ -476,6 +490,7 @@ def create_app(backend: ScoreBackend | None, settings: ServeSettings | None = No
                     "PRM score.",
     )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeyMiddleware, auth=auth)  # outermost: no key, no body read
     state: dict[str, Any] = {"checkpoint": checkpoint}
 
     @app.exception_handler(RequestValidationError)

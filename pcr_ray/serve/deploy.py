@@ -21,7 +21,8 @@ from fastapi import FastAPI
 from ray import serve
 
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
-from pcr_ray.serve.app import HandleBackend, ServeSettings, create_app, resolve_checkpoint
+from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
+from pcr_ray.serve.auth import ApiKeyAuth
 
 _BATCHES_IN_FLIGHT = 8  # @serve.batch batches that may wait on the model at once (merged by ForwardCoalescer)
 
@@ -134,17 +135,24 @@ class PRMScorerDeployment:
 class ScoringIngress:
     """HTTP ingress: FastAPI app of `create_app`, verifier on this replica's CPU, PRM via a handle."""
 
-    def __init__(self, prm: Any | None, settings: dict[str, Any], checkpoint: str | None = None) -> None:
+    def __init__(self, prm: Any | None, settings: dict[str, Any], checkpoint: str | None = None,
+                 key_digest: str | None = None) -> None:
         self._settings = ServeSettings.from_mapping(settings)
         self._backend = HandleBackend(prm) if prm is not None else None
         self._checkpoint = checkpoint
+        self._auth = ApiKeyAuth(key_digest)  # resolved by the builder; the replica needs neither env nor file
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        return create_app(self._backend, self._settings, self._checkpoint)
+        return create_app(self._backend, self._settings, self._checkpoint, self._auth)
 
 
 def build_from_settings(settings: ServeSettings) -> Any:
-    """The Serve application (ingress bound to a PRM deployment, or to none without a checkpoint)."""
+    """The Serve application (ingress bound to a PRM deployment, or to none without a checkpoint).
+
+    The API-key policy is resolved here, for the host Serve really listens on when Serve already runs
+    (`serve deploy` sets it in http_options): only the key's digest reaches the ingress.
+    """
+    auth = auth_for(_with_serve_host(settings))
     ckpt = resolve_checkpoint(settings)
     prm = None
     if ckpt is not None:
@@ -157,7 +165,23 @@ def build_from_settings(settings: ServeSettings) -> Any:
                settings.bf16)
     ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
                                      max_ongoing_requests=settings.max_ongoing_requests)
-    return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None)
+    return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None, auth.key_digest)
+
+
+def _with_serve_host(settings: ServeSettings) -> ServeSettings:
+    """`settings` with the HTTP host of the Serve instance already running in this cluster, if there is one."""
+    from dataclasses import replace
+
+    import ray
+
+    if not ray.is_initialized():  # building the graph only (no cluster): ServeSettings.host is the host
+        return settings
+    try:
+        client = _serve_client()
+        host = client.http_config.host if client is not None else None
+    except Exception:  # no Ray connection yet (ServeSettings.host is where start() will bind)
+        host = None
+    return replace(settings, host=str(host)) if host else settings
 
 
 def build_app(args: dict[str, Any] | None = None) -> Any:
@@ -210,6 +234,7 @@ def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningS
     import ray
 
     s = settings if isinstance(settings, ServeSettings) else ServeSettings.from_mapping(settings)
+    auth_for(s)  # beyond loopback without an API key: refuse before starting anything
     owns_ray = not ray.is_initialized()
     if owns_ray:
         init_ray({"address": s.ray_address, "log_to_driver": False})

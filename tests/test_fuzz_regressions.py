@@ -1,0 +1,53 @@
+"""Inputs the fuzz campaign (benchmarks/bench_fuzz.py) found, kept after their fix: each must stay fast and clean."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from pcr_ray.core.units import UnitError, unit_info
+from pcr_ray.core.verifier import verify
+
+EXAMPLE = json.loads((Path(__file__).resolve().parent.parent / "pcr_ray" / "examples" / "car_from_rest.json")
+                     .read_text())
+
+
+# Found: 'kn²²²²²²²²' (superscripts pint reads as one exponent, 22222222) made pint compute the knot's scale to
+# that power exactly: the verifier, and any /v1/verify request naming that unit, hung. Also found with chained
+# powers ('mdegF10^10^10^10^10^3'). Fixed in pcr_ray.core.units: exponents beyond +-12 and powers of powers
+# are a UnitError before pint computes anything.
+@pytest.mark.parametrize("unit", ["kn²²²²²²²²", " \"\x00\x00\x00\x00 \"kn\"},²²²²²²²²²²²²²²", "mdegF10^10^10^10^10^3",
+                                  "kn^99999999", "km**(9e9)", "(mi**9)**9", "m**2**2**2**2**2**2", "2**99999999 m",
+                                  "s⁻¹²³"])
+def test_huge_unit_exponents_are_a_quick_unit_error(unit: str) -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(UnitError, match="exponent|power of a power"):
+        unit_info(unit)
+    trace = json.loads(json.dumps(EXAMPLE))
+    trace["givens"][0]["unit"] = unit
+    v = verify(trace)
+    assert not v.ok and v.diagnostics[0].code == "bad_unit"
+    assert time.perf_counter() - t0 < 2.0
+
+
+@pytest.mark.parametrize("unit,dims", [("m²", (2, 0, 0)), ("m/s^2", (1, 0, -2)), ("kg*m**2/s**3", (2, 1, -3)),
+                                       ("m^{-3}", (-3, 0, 0)), ("s⁻¹", (0, 0, -1)), ("m^12", (12, 0, 0))])
+def test_ordinary_exponents_still_parse(unit: str, dims: tuple[int, int, int]) -> None:
+    assert unit_info(unit).dims[:3] == dims
+
+
+def test_huge_integers_in_a_trace_are_non_finite_not_a_crash() -> None:
+    """JSON integers beyond float range (401 digits) in a given, a claimed value and an argument."""
+    for where in ("given", "value", "arg"):
+        t = json.loads(json.dumps(EXAMPLE))
+        if where == "given":
+            t["givens"][1]["value"] = 10**400
+        elif where == "value":
+            t["steps"][2]["value"] = 10**400
+        else:
+            t["steps"][2]["args"]["y"] = 10**400
+        v = verify(t)
+        assert not v.ok and v.diagnostics[0].code == "non_finite", where
