@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pcr_ray.config import data_dir as _default_data_dir
@@ -179,8 +179,15 @@ def clean_scibench_unit(unit: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-def iter_scibench(data_dir: str | Path | None = None) -> Iterator[Problem]:
-    """SciBench textbook problems (every scibench/*.json present): value from answer_number, unit as written."""
+# SciBench's physics textbooks: Halliday's Fundamentals of Physics, Thornton's Classical Dynamics, Engel's
+# Thermodynamics; each has a `<book>_sol.json` beside it, the problems that come with worked solutions.
+SCIBENCH_PHYSICS: tuple[str, ...] = ("fund", "class", "thermo")
+
+
+def iter_scibench(data_dir: str | Path | None = None, books: Sequence[str] | None = None) -> Iterator[Problem]:
+    """SciBench textbook problems: value from answer_number, unit as written; graded with SciBench's 5% relative
+    tolerance (source 'scibench'). `books` picks files by stem (['fund', 'class', 'thermo']: SCIBENCH_PHYSICS;
+    'fund_sol' the worked-solution ones); None reads every scibench/*.json present."""
     root = resolve_data_dir(data_dir)
     folder = root / "scibench"
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -189,6 +196,13 @@ def iter_scibench(data_dir: str | Path | None = None) -> Iterator[Problem]:
             f"SciBench: no *.json files in {folder}. Put SciBench's dataset/original/*.json there "
             f"(or set PCR_RAY_DATA to the folder holding scibench/)."
         )
+    if books is not None:
+        by_stem = {p.stem: p for p in files}
+        missing = [b for b in books if b not in by_stem]
+        if missing:
+            raise DataMissingError(f"SciBench: no {', '.join(f'{b}.json' for b in missing)} in {folder} (have "
+                                   f"{', '.join(sorted(by_stem))})")
+        files = [by_stem[b] for b in books]
     seen: set[str] = set()
     for path in files:
         with open(path, encoding="utf-8") as fh:
@@ -219,7 +233,7 @@ def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) ->
     if name == "math":
         return iter_math(data_dir)
     if name == "scibench":
-        return iter_scibench(data_dir)
+        return iter_scibench(data_dir, **kw)  # type: ignore[arg-type]
     if name == "physics":
         from pcr_ray.data.physics import generate_problems
 
