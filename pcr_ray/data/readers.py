@@ -170,13 +170,23 @@ def iter_math(data_dir: str | Path | None = None) -> Iterator[Problem]:
         )
 
 
+_BARE_POWER_RE = re.compile(r"^10\^\{?\s*([-+]?\d+)\s*\}?$")
+
+
 def clean_scibench_unit(unit: str) -> str:
-    """SciBench unit as written, without the $ delimiters and surrounding whitespace ('10^4 N/C' keeps 10^4)."""
+    """SciBench unit as written, without the $ delimiters and surrounding whitespace ('10^4 N/C' keeps 10^4).
+
+    A bare power of ten ('10^6', '10^{42}': the answer counted in millions, ...) becomes '10^6 dimensionless' and
+    a unit vector ('N \\hat{i}': a force along x) loses its direction, so that both parse as units.
+    """
     s = unit.replace("\r", " ").replace("\n", " ").strip()
     if s == "$\\$$":
         return "USD"
     s = re.sub(r"^\$\s*(.*?)\s*\$", r"\1", s) if s.count("$") >= 2 else s.strip("$")
-    return re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"\\hat\s*\{\s*(?:\\mathrm\s*\{\s*)?[ijk]\s*\}?\s*\}", "", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    m = _BARE_POWER_RE.match(s)
+    return f"10^{m.group(1)} dimensionless" if m else s
 
 
 # SciBench's physics textbooks: Halliday's Fundamentals of Physics, Thornton's Classical Dynamics, Engel's
