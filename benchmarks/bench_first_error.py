@@ -110,7 +110,8 @@ def main() -> int:
     ap.add_argument("--physics-seed", type=int, default=2027, help="the physics generator's seed (not an eval seed)")
     ap.add_argument("--gsm8k", type=int, default=400, help="GSM8K test problems with a gold trace (the first N)")
     ap.add_argument("--seed", type=int, default=0, help="the benchmark's seed (which traces get which error)")
-    ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the quick CSP PRM, trained if missing)")
+    ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the quick CSP PRM, trained if "
+                    "missing)")
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: dynamic int8, as the demo)")
     ap.add_argument("--name", default="bench_first_error", help="result name")
     ap.add_argument("--out", default=None, help="folder for the JSON and parquet (default: <cache>/first_error)")

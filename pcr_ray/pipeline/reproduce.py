@@ -146,9 +146,9 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
     if not bench.exists():
         raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are not "
                                 f"installed with the package)")
-    ck = getattr(args, "checkpoint_csp")
-    steps.append(RecipeStep("first_error", (sys.executable, str(bench), "--physics", str(_n(args, sc.bench_physics)),
-                                            "--gsm8k", str(_n(args, sc.bench_gsm8k)), "--out", str(out / "first_error"),
+    ck = args.checkpoint_csp
+    sizes = ("--physics", str(max(20, _n(args, sc.bench_physics))), "--gsm8k", str(max(20, _n(args, sc.bench_gsm8k))))
+    steps.append(RecipeStep("first_error", (sys.executable, str(bench), *sizes, "--out", str(out / "first_error"),
                                             "--name", "first_error",
                                             *(["--checkpoint", str(Path(ck).resolve())] if ck else [])),
                             out / "first_error" / "first_error.json"))
@@ -424,7 +424,7 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="e.g.  pcr-ray reproduce                        # this machine, ~90 min\n"
                                         "      pcr-ray reproduce --dry-run              # print the steps\n"
-                                        "      pcr-ray reproduce --scale paper --out /mnt/shared/repro   # a GPU cluster")
+                                        "      pcr-ray reproduce --scale paper --out /mnt/shared/repro  # GPU cluster")
     ap.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu: this machine; paper: a GPU cluster")
     ap.add_argument("--out", default=None, help="run directory (default: <runs>/reproduce/<scale>)")
     ap.add_argument("--problems", type=int, default=0, help="cap every measurement's problem count (a quick look)")

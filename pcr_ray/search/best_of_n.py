@@ -13,13 +13,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from pcr_ray.core.trace import Trace, parse_trace
+from pcr_ray.core.verifier import VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest
-from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search.candidates import check_answer_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
 from pcr_ray.search.selection import Answered, answer_quantity, select_answered
-from pcr_ray.core.trace import Trace, parse_trace
-from pcr_ray.core.verifier import VerifierState, verify
+from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 
 
 def _parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:

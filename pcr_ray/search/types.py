@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pcr_ray.search.selection import SELECTIONS
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
 from pcr_ray.core.verifier import VerifierConfig
+from pcr_ray.search.selection import SELECTIONS
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
 AGGREGATES = ("last", "min", "mean", "prod")
