@@ -85,6 +85,8 @@ def test_coverage_reaches_the_search_verifier_and_the_enumerator():
     from pcr_ray.search.candidates import check_step_candidate, parse_candidate
     from pcr_ray.search.types import SearchConfig
 
+    with pytest.raises(ValueError, match="verifier_coverage"):
+        SearchConfig(verifier_coverage=1.5)
     givens = (Given("v0", 3.0, "m/s"), Given("a", 2.0, "m/s^2"), Given("t", 4.0, "s"), Given("m", 5.0, "kg"))
     req = ProposalRequest("p", "a cart", givens, (), target_unit="m")
     for cov in (0.5, 1.0):
