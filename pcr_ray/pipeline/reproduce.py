@@ -122,7 +122,8 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
                 "scaling.use_gpu=true", "scaling.num_workers=4", f"output={ck}", *PAPER_CLUSTER), ck / "prm.json"))
         steps.append(_evaluate("table", out, ["experiment=paper_table", *methods, *_checkpoint(args, "csp")]))
         gpu = ("generator=qwen_math_7b", "search=paper", "search.beam_width=8", "dataset=paper",
-               "prm=deberta_v3_base", *PAPER_CLUSTER, "actors.generator.placement=actor", "actors.generator.num_gpus=1", "actors.prm.num_gpus=0.25")
+               "prm=deberta_v3_base", *PAPER_CLUSTER, "actors.generator.placement=actor",
+               "actors.generator.num_gpus=1", "actors.prm.num_gpus=0.25")
         for kind in ("csp", "random"):
             steps.append(_evaluate(f"csp_ablation_{kind}", out, [
                 "experiment=csp_ablation", *gpu, "~generator.cap", "methods=[nsprm,prm_only]",
