@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
     "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
+    "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured here, beside its number"),
 }
 
 

@@ -136,8 +136,17 @@ UNIT_WORDS: dict[str, str] = {
     "henry": "H", "tesla": "T", "hertz": "Hz", "kilohertz": "kHz", "megahertz": "MHz", "kelvin": "K",
     "pascal": "Pa", "kilopascal": "kPa", "atmosphere": "atm", "calorie": "cal", "kilocalorie": "kcal",
     "electronvolt": "eV", "mole": "mol", "radian": "rad", "degree": "degree", "revolution": "revolution",
-    "mph": "mph", "kph": "km/hour", "knot": "knot",
+    "mph": "mph", "kph": "km/hour", "knot": "knot", "torr": "torr",
 }
+# SI-prefixed unit words ('megacoulombs', 'nanometers', 'kilonewtons': textbook questions ask in them)
+_WORD_PREFIXES = {"kilo": "k", "mega": "M", "giga": "G", "milli": "m", "micro": "u", "nano": "n", "pico": "p",
+                  "femto": "f"}
+_PREFIXABLE_WORDS = {"meter": "m", "metre": "m", "gram": "g", "second": "s", "joule": "J", "coulomb": "C",
+                     "newton": "N", "watt": "W", "volt": "V", "ampere": "A", "farad": "F", "hertz": "Hz",
+                     "pascal": "Pa", "electronvolt": "eV", "tesla": "T", "henry": "H", "mole": "mol"}
+for _p, _sym in _WORD_PREFIXES.items():
+    for _w, _u in _PREFIXABLE_WORDS.items():
+        UNIT_WORDS.setdefault(_p + _w, _sym + _u)
 # Case-sensitive unit symbols (prefixable SI symbols and common abbreviations).
 # symbol -> the SI prefixes it is written with in problems ('km', 'mA', 'uF', 'kPa', ...)
 _SI_PREFIXES: dict[str, str] = {
@@ -148,7 +157,7 @@ _SI_PREFIXES: dict[str, str] = {
 UNIT_SYMBOLS: frozenset[str] = frozenset(
     {s for s in _SI_PREFIXES} | {p + s for s, ps in _SI_PREFIXES.items() for p in ps}
     | {"min", "h", "hr", "yr", "km/h", "mph", "kph", "ft", "yd", "mi", "lb", "lbs", "oz", "gal", "mL", "ml", "atm",
-       "rpm", "°", "°C", "°F", "degC", "degF", "rad", "sr", "kWh", "Wh", "psi", "USD", "torr"}
+       "rpm", "°", "°C", "°F", "degC", "degF", "rad", "sr", "kWh", "Wh", "psi", "USD", "torr", "Torr"}
 )
 _COUNT_WORDS: frozenset[str] = frozenset(w for w in DEFAULT_COUNT_UNITS if not w.endswith("_"))
 # Words that are not quantities' units but may sit between a number and its noun ('48 of her friends').
@@ -561,6 +570,10 @@ _IMPLIED: tuple[tuple[str, str], ...] = (
      r"range|depth)\b|\bhow\s+(?:high|deep|tall|wide)\b|\bwhat\s+is\s+the\s+(?:distance|displacement|length|"
      r"height|wavelength|range|radius|depth|maximum\s+height|stopping\s+distance|image\s+distance|focal\s+length)"
      r"\b", "m"),
+    (r"\belectric\s+field\b", "N/C"),
+    (r"\bgravitational\s+(?:field|acceleration)\b", "m/s^2"),
+    (r"\b(?:boiling|melting|freezing)\s+(?:point|temperature)\b", "K"),
+    (r"\bangle\b", "degree"),
     (r"\bhow\s+fast\b|\b(?:speed|velocity)\b", "m/s"),
     (r"\bacceleration\b|\bdeceleration\b", "m/s^2"),
     (r"\bmomentum\b|\bimpulse\b", "kg*m/s"),
@@ -624,12 +637,21 @@ def extract_target(text: str) -> Target:
             if u in ("degC", "degF") and _ASKS_CHANGE_RE.search(q):
                 u = f"delta_{u}"  # 'by how much does the temperature rise, in °C?' asks a change, not a reading
             return Target(u, info.dims, q[m.start():].strip()[:60])
-    for pat, u in _IMPLIED_RE:
-        m = pat.search(q)
-        if m:
-            info = unit_info(u)
-            return Target(None, info.dims, m.group(0))
+    # the implied quantity named first in the question ('what is the electric field ... if both charges ...'):
+    # position first, the table's order between matches at one place; 'how many' (a count) only as a fallback
+    # searched from the last asking word on ('if it is scattered through an angle, what is its speed?'), then in
+    # the whole question
+    asks = list(_ASKING_RE.finditer(q))
+    for part in ([q[asks[-1].start():]] if asks else []) + [q]:
+        hits = [(m.start(), i, m, u) for i, (pat, u) in enumerate(_IMPLIED_RE) if (m := pat.search(part))]
+        named = [h for h in hits if h[3] != "item"] or hits
+        if named:
+            _, _, m, u = min(named, key=lambda h: (h[0], h[1]))
+            return Target(None, unit_info(u).dims, m.group(0))
     return Target()
+
+
+_ASKING_RE = re.compile(r"\b(?:what|which|find|calculate|determine|compute|estimate|how)\b", re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- the rule-based extractor

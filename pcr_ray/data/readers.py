@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pcr_ray.config import data_dir as _default_data_dir
@@ -181,17 +181,34 @@ def iter_math(data_dir: str | Path | None = None) -> Iterator[Problem]:
         )
 
 
+_BARE_POWER_RE = re.compile(r"^10\^\{?\s*([-+]?\d+)\s*\}?$")
+
+
 def clean_scibench_unit(unit: str) -> str:
-    """SciBench unit as written, without the $ delimiters and surrounding whitespace ('10^4 N/C' keeps 10^4)."""
+    """SciBench unit as written, without the $ delimiters and surrounding whitespace ('10^4 N/C' keeps 10^4).
+
+    A bare power of ten ('10^6', '10^{42}': the answer counted in millions, ...) becomes '10^6 dimensionless' and
+    a unit vector ('N \\hat{i}': a force along x) loses its direction, so that both parse as units.
+    """
     s = unit.replace("\r", " ").replace("\n", " ").strip()
     if s == "$\\$$":
         return "USD"
     s = re.sub(r"^\$\s*(.*?)\s*\$", r"\1", s) if s.count("$") >= 2 else s.strip("$")
-    return re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"\\hat\s*\{\s*(?:\\mathrm\s*\{\s*)?[ijk]\s*\}?\s*\}", "", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    m = _BARE_POWER_RE.match(s)
+    return f"10^{m.group(1)} dimensionless" if m else s
 
 
-def iter_scibench(data_dir: str | Path | None = None) -> Iterator[Problem]:
-    """SciBench textbook problems (every scibench/*.json present): value from answer_number, unit as written."""
+# SciBench's physics textbooks: Halliday's Fundamentals of Physics, Thornton's Classical Dynamics, Engel's
+# Thermodynamics; each has a `<book>_sol.json` beside it, the problems that come with worked solutions.
+SCIBENCH_PHYSICS: tuple[str, ...] = ("fund", "class", "thermo")
+
+
+def iter_scibench(data_dir: str | Path | None = None, books: Sequence[str] | None = None) -> Iterator[Problem]:
+    """SciBench textbook problems: value from answer_number, unit as written; graded with SciBench's 5% relative
+    tolerance (source 'scibench'). `books` picks files by stem (['fund', 'class', 'thermo']: SCIBENCH_PHYSICS;
+    'fund_sol' the worked-solution ones); None reads every scibench/*.json present."""
     root = resolve_data_dir(data_dir)
     folder = root / "scibench"
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -200,6 +217,13 @@ def iter_scibench(data_dir: str | Path | None = None) -> Iterator[Problem]:
             f"SciBench: no *.json files in {folder}. Put SciBench's dataset/original/*.json there "
             f"(or set PCR_RAY_DATA to the folder holding scibench/)."
         )
+    if books is not None:
+        by_stem = {p.stem: p for p in files}
+        missing = [b for b in books if b not in by_stem]
+        if missing:
+            raise DataMissingError(f"SciBench: no {', '.join(f'{b}.json' for b in missing)} in {folder} (have "
+                                   f"{', '.join(sorted(by_stem))})")
+        files = [by_stem[b] for b in books]
     seen: set[str] = set()
     for path in files:
         with open(path, encoding="utf-8") as fh:
@@ -230,7 +254,7 @@ def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) ->
     if name == "math":
         return iter_math(data_dir)
     if name == "scibench":
-        return iter_scibench(data_dir)
+        return iter_scibench(data_dir, **kw)  # type: ignore[arg-type]
     if name == "physics":
         from pcr_ray.data.physics import generate_problems
 

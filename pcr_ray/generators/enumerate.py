@@ -3,7 +3,10 @@
 Typed mode applies each parameter's dimension constraint and the temperature reading/change rule
 (pcr_ray.core.temperature) while enumerating, so every candidate is dimension-valid (an optimisation). Type-blind
 mode tries every op over every argument combination and guesses the output unit, so that what separates
-`nsprm` from `prm_only` is the verifier, not the generator.
+`nsprm` from `prm_only` is the verifier, not the generator. With `verifier_coverage` < 1 (the coverage ablation)
+typed mode is typed only for the families whose unit rules that verifier coverage checks
+(pcr_ray.core.verifier.covered_families) and type-blind for the others: the enumerator knows the rules the
+verifier knows, and does not re-impose the ones the ablation switches off.
 Rules shared by both modes, so that the output is deterministic:
 - ops in name order; variadic ops in their two-argument form, plus one binding x1..xN of all the variables of
   each admissible dimension when there are 3 to 8 (three resistors in series in one step); ops with expression
@@ -46,6 +49,7 @@ from pcr_ray.core.primitives.registry import ANY, DIMLESS, EXACT, SAME, VARIADIC
 from pcr_ray.core.temperature import answer_role_error, checks_op, step_role
 from pcr_ray.core.trace import Out, Step
 from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+from pcr_ray.core.verifier import covered_families
 from pcr_ray.generators.base import GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 
@@ -87,6 +91,7 @@ class EnumeratorGenerator:
     max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
     head_per_op: int = 1  # >0: the capped head takes at most this many per op before the rest by priority
     head_share: float = 0.5  # beyond the cap: this share of it in priority order, the rest a seeded sample
+    verifier_coverage: float = 1.0  # typed mode: the families outside covered_families(this) are enumerated blind
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
@@ -98,12 +103,17 @@ class EnumeratorGenerator:
         if not 0.0 <= self.head_share <= 1.0:
             raise ValueError(f"head_share must be in [0, 1] (the share of the cap taken in priority order), "
                              f"got {self.head_share}")
+        if not 0.0 <= self.verifier_coverage <= 1.0:
+            raise ValueError(f"verifier_coverage must be in [0, 1], got {self.verifier_coverage}")
         self.literals = tuple(float(x) for x in self.literals)
         names = sorted(REGISTRY) if self.ops is None else [o for o in self.ops if o in REGISTRY]
         if self.families is not None:
             fams = set(self.families)
             names = [n for n in names if REGISTRY[n].family in fams or n == "const"]
         self._prims: list[Primitive] = [REGISTRY[n] for n in names if not has_expr_param(REGISTRY[n])]
+        covered = covered_families(self.verifier_coverage)
+        self._typed_ops: frozenset[str] = frozenset(
+            p.name for p in self._prims if self.typed and p.family in covered)
         # the dimensions of each formula's exact-dimension parameters, for formulas with two or more of them
         exact = [tuple(p.rdims for p in prim.params if p.kind == "var" and p.rkind == EXACT) for prim in self._prims]
         self._exact_param_dims: list[tuple[Dims, ...]] = [ds for ds in exact if len(ds) >= 2]
@@ -112,7 +122,7 @@ class EnumeratorGenerator:
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
         known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
-                 "max_per_op", "head_per_op", "head_share"}
+                 "max_per_op", "head_per_op", "head_share", "verifier_coverage"}
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")
@@ -125,7 +135,8 @@ class EnumeratorGenerator:
     @property
     def identity(self) -> dict[str, Any]:
         return {"kind": "enumerate", "typed": self.typed, "cap": self.cap, "seed": self.seed,
-                "literals": list(self.literals), "n_ops": len(self._prims)}
+                "literals": list(self.literals), "n_ops": len(self._prims),
+                "verifier_coverage": self.verifier_coverage}
 
     # ------------------------------------------------------------------ protocol
 
@@ -204,7 +215,8 @@ class EnumeratorGenerator:
                     # few candidates, and a prerequisite of the formulas that need them: never capped away
                     cands.append(_Cand((0, 0, order, cname), obj))
                 continue
-            for n_bound, binding in enumerate(self._bindings(prim, variables)):
+            typed = prim.name in self._typed_ops
+            for n_bound, binding in enumerate(self._bindings(prim, variables, typed)):
                 if n_bound >= self.max_per_op:
                     break
                 args = {p: (b.name if isinstance(b, VarInfo) else b) for p, b in binding.items()}
@@ -213,9 +225,9 @@ class EnumeratorGenerator:
                     continue
                 seen.add(key)
                 dims = self._out_dims(prim, binding)
-                if dims is None and self.typed:
+                if dims is None and typed:
                     continue
-                if self.typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
+                if typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
                     continue  # a temperature reading where a change belongs, or the reverse
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
@@ -256,9 +268,9 @@ class EnumeratorGenerator:
         except Exception:  # an output rule that needs a value we do not have
             return None
 
-    def _options(self, p: Any, variables: list[VarInfo], bound: Mapping[str, Any]) -> list[Any]:
+    def _options(self, p: Any, variables: list[VarInfo], bound: Mapping[str, Any], typed: bool) -> list[Any]:
         lits: list[Any] = list(self.literals)
-        if not self.typed:
+        if not typed:
             return list(variables) + lits
         if p.rkind == EXACT:
             return [v for v in variables if v.dims == p.rdims]
@@ -272,7 +284,7 @@ class EnumeratorGenerator:
             return list(variables) + lits
         return []
 
-    def _bindings(self, prim: Primitive, variables: list[VarInfo]):
+    def _bindings(self, prim: Primitive, variables: list[VarInfo], typed: bool):
         params = list(prim.params)  # variadic ops register x1, x2: their two-argument form
         if any(p.kind != "var" for p in params):
             return
@@ -284,7 +296,7 @@ class EnumeratorGenerator:
                 yield dict(bound)
                 return
             p = params[order[j]]
-            options = self._options(p, variables, bound)
+            options = self._options(p, variables, bound, typed)
             for opt in options:
                 # one variable in two parameters only for mul (squares) and for a formula of 4+ parameters whose
                 # parameter has no other candidate (mixing_temperature: one specific heat fills c1 and c2)

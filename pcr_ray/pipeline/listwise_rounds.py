@@ -126,10 +126,11 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
     return steps
 
 
-def run_recipe(steps: Sequence[RecipeStep], dry_run: bool = False) -> int:
-    """Run the steps in order, skipping finished ones; stops at the first failure (its exit status)."""
+def run_recipe(steps: Sequence[RecipeStep], dry_run: bool = False, label: str = "listwise-rounds") -> int:
+    """Run the steps in order, skipping finished ones; stops at the first failure (its exit status).
+    `label` names the command in the progress lines."""
     for i, step in enumerate(steps, 1):
-        head = f"[listwise-rounds {i}/{len(steps)}] {step.name}"
+        head = f"[{label} {i}/{len(steps)}] {step.name}"
         if step.done_when.exists():
             print(f"{head}: done ({step.done_when} exists), skipped", flush=True)
             continue

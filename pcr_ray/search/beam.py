@@ -293,7 +293,7 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
     t0 = time.perf_counter()
     runs: list[_Run] = []
     for i, p in enumerate(problems):
-        state, diags = VerifierState.from_givens(p.givens)
+        state, diags = VerifierState.from_givens(p.givens, cfg.verifier_config)
         run = _Run(i, p, [Beam((), state)])
         if diags:
             _finish(run, "bad_givens", time.perf_counter())

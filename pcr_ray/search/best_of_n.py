@@ -54,6 +54,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
     gen_share = (time.perf_counter() - tg) / max(1, len(problems))
     caches: dict[int, dict[tuple[str, str], float]] = {}
     batch = ScoreBatch(caches)
+    vcfg = cfg.verifier_config
     valid: list[list[tuple[Trace, list[int], Any]]] = []
     for i, (p, cands) in enumerate(zip(problems, outs, strict=True)):
         res = results[i]
@@ -69,10 +70,10 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
                 rejects[code] += 1
                 continue
             res.n_parsed += 1
-            verdict = verify(trace)
+            verdict = verify(trace, vcfg)
             ans = None
             if verdict.ok:
-                state, _ = VerifierState.from_givens(p.givens)
+                state, _ = VerifierState.from_givens(p.givens, vcfg)
                 for s in verdict.steps:
                     state = state.extend(s)
                 ans = check_answer_candidate(state, trace.answer, p.target_unit, strict=True)
@@ -122,7 +123,8 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
                           answer_quantity(a.values[0].dims, a.values[0].base) if a.values else ())
                  for sc, neg_order, _, _, a in ranked]
         score, _, trace, st, ans = ranked[select_answered(items, cfg.answer_selection)]
-        res.trace, res.trace_ok, res.score = trace.to_dict(), True, score if cfg.uses_prm else None
+        res.trace, res.score = trace.to_dict(), score if cfg.uses_prm else None
+        res.trace_ok = cfg.verifier_coverage >= 1.0 or verify(trace).ok  # judged by the full verifier
         res.steps = [{"step": render_step(s), "verdict": "ok", "score": st[j] if j < len(st) else None}
                      for j, s in enumerate(trace.steps)]
         av = ans.values[0]

@@ -21,6 +21,7 @@ from typing import Any
 
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
+from pcr_ray.core.verifier import VerifierConfig
 from pcr_ray.search.selection import SELECTIONS
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
@@ -44,6 +45,10 @@ class SearchConfig:
     no live beam scores above the best answered trace (a weaker beam's answer does not end a better-scored path;
     exact for `min` and `prod`, which never rise along a trace).
     Children of equal aggregate keep generator order (answer declarations first).
+    verifier_coverage: the fraction of primitive families whose unit rules the search's verifier checks
+    (pcr_ray.core.verifier.covered_families; 1.0: all; the coverage ablation lowers it). The returned trace's
+    `trace_ok` is still judged by the full verifier, so an answer that only the switched-off rules would reject
+    shows as one that does not verify.
     """
 
     method: str = "nsprm"
@@ -63,6 +68,7 @@ class SearchConfig:
     log_candidates: bool = False
     answer_selection: str = "best"
     stop: str = "first"
+    verifier_coverage: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -81,6 +87,9 @@ class SearchConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+        if not 0.0 <= self.verifier_coverage <= 1.0:
+            raise ValueError(f"verifier_coverage must be in [0, 1] (the fraction of primitive families whose unit "
+                             f"rules are checked), got {self.verifier_coverage}")
         if self.method == "greedy" and self.beam_width != 1:
             object.__setattr__(self, "beam_width", 1)
 
@@ -91,6 +100,11 @@ class SearchConfig:
     @property
     def uses_prm(self) -> bool:
         return self.method != "verifier_only"
+
+    @property
+    def verifier_config(self) -> VerifierConfig:
+        """The VerifierConfig of this search's verifier (its coverage)."""
+        return VerifierConfig(coverage=float(self.verifier_coverage))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SearchConfig:

@@ -1,0 +1,482 @@
+"""`pcr-ray reproduce`: every claim of the paper measured by one command, beside the paper's number.
+
+Runs one `pcr-ray` command (or benchmark script) per measurement, each in its own process, skipping the steps
+whose output is already there (pcr_ray.pipeline.listwise_rounds' RecipeStep / run_recipe), then reads their
+outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
+number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
+that measured it. `--scale cpu` (the default) is this machine's scale (about 90 minutes on 2 cores, the two
+quick PRMs' training included); `--scale paper` is the GPU cluster's configuration (GSM8K + MATH-500,
+Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs). docs/reproduction.md explains each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.negatives.csp import CSP_KINDS
+from pcr_ray.pipeline.listwise_rounds import RecipeStep, run_recipe
+from pcr_ray.pipeline.metrics import wilson
+
+PCR = (sys.executable, "-m", "pcr_ray.cli")
+TABLE_METHODS = ("direct", "pyexec", "prm_only", "nsprm")  # the paper's Table 1 columns, in its order
+METHOD_NAMES = {"direct": "direct answer", "pyexec": "ToRA-style Python", "prm_only": "PRM-only",
+                "nsprm": "NS-PRM", "verifier_only": "verifier-only"}
+PAPER_TABLE1 = {"direct": (52.1, 78.6), "pyexec": (73.4, 89.2), "prm_only": (68.2, 85.5), "nsprm": (81.5, 93.1)}
+PAPER_SILENT_LONG = {"pyexec": 21.0, "prm_only": 12.3, "nsprm": 5.0}
+PAPER_SHORT_LONG = {"pyexec": (82.0, 67.0), "nsprm": (88.0, 78.0)}
+PAPER_ERROR_REMOVED = {"unit": 93.0, "formula_misuse": 87.0, "assumption": 41.0}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How many problems each measurement uses, and the settings of the searches that measure it."""
+
+    name: str
+    physics: int
+    gsm8k: int
+    scibench: int
+    ablation_physics: int
+    pair_physics: int
+    pair_gsm8k: int
+    bench_physics: int
+    bench_gsm8k: int
+
+
+SCALES: dict[str, Scale] = {
+    "cpu": Scale("cpu", physics=40, gsm8k=20, scibench=30, ablation_physics=40, pair_physics=300, pair_gsm8k=300,
+                 bench_physics=300, bench_gsm8k=300),
+    "paper": Scale("paper", physics=0, gsm8k=0, scibench=0, ablation_physics=0, pair_physics=3000,
+                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319),
+}
+# the CPU searches of the ablations: the demo's settings (typed enumerator, cap 24, beam 2, 5 steps, int8 PRM)
+CPU_SEARCH = ("generator=enumerator", "generator.cap=24", "search.beam_width=2", "search.max_steps=5",
+              "search.max_backtracks=1", "prm.int8=true", "pipeline.num_search_workers=2", "pipeline.batch_size=5",
+              "ray.num_cpus=2")
+PAPER_CLUSTER = ("ray.address=auto",)
+
+
+def _sources(items: Sequence[str]) -> str:
+    return "dataset.sources=[" + ",".join(items) + "]"
+
+
+def _physics(n: int, seed: int = 0) -> str:
+    return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}}}}}"
+
+
+def _checkpoint(args: argparse.Namespace, kind: str) -> list[str]:
+    ck = getattr(args, f"checkpoint_{kind}")
+    return [f"prm.checkpoint={Path(ck).resolve()}"] if ck else []
+
+
+def _n(args: argparse.Namespace, full: int) -> int:
+    return min(full, args.problems) if args.problems else full
+
+
+def _evaluate(name: str, out: Path, overrides: Sequence[str]) -> RecipeStep:
+    run = out / name
+    return RecipeStep(name, (*PCR, "evaluate", *overrides, f"run_dir={run}", "pipeline.progress=false"),
+                      run / "metrics.json")
+
+
+def recipe(args: argparse.Namespace) -> list[RecipeStep]:
+    """The steps of the reproduction for these arguments (nothing is run)."""
+    out = Path(args.out).expanduser().resolve()
+    sc = SCALES[args.scale]
+    methods = [f"methods=[{','.join(args.methods)}]"] if args.methods else []
+    steps: list[RecipeStep] = []
+    if sc.name == "cpu":
+        table_sources = [_physics(_n(args, sc.physics)),
+                         f"{{name:gsm8k_test,limit:{_n(args, sc.gsm8k)},sample:random,seed:0}}",
+                         f"{{name:scibench,limit:{_n(args, sc.scibench)},sample:random,seed:0,"
+                         f"kwargs:{{books:[fund,class,thermo]}}}}"]
+        steps.append(_evaluate("table", out, ["experiment=demo", "dataset.name=reproduce_table",
+                                              _sources(table_sources), *methods, *_checkpoint(args, "csp")]))
+        abl = [_sources([_physics(_n(args, sc.ablation_physics))]), "dataset.name=physics"]
+        for kind in ("csp", "random"):
+            steps.append(_evaluate(f"csp_ablation_{kind}", out, [
+                "experiment=csp_ablation", f"prm=minilm_{kind}", *abl, *CPU_SEARCH, "methods=[nsprm,prm_only]",
+                *_checkpoint(args, kind)]))
+        for cov in ("0.5", "1.0"):
+            steps.append(_evaluate(f"coverage_{cov}", out, [
+                "experiment=coverage_ablation", f"search.verifier_coverage={cov}", *abl, *CPU_SEARCH,
+                "methods=[nsprm]", *_checkpoint(args, "csp")]))
+        pair_sources = [_physics(max(60, _n(args, sc.pair_physics)), 4242),
+                        f"{{name:gsm8k_test,limit:{_n(args, sc.pair_gsm8k)}}}"]
+        eval_extra = ("use_ray=false", "prm.int8=true")
+    else:
+        train_pairs = out / "train_pairs"  # make-pairs' own sources: 3,000 physics + 3,000 GSM8K train problems
+        steps.append(RecipeStep("train_pairs", (*PCR, "make-pairs", f"out_dir={train_pairs}"),
+                                train_pairs / "summary.json"))
+        for kind in ("csp", "random"):
+            ck = Path(getattr(args, f"checkpoint_{kind}")).resolve()
+            steps.append(RecipeStep(f"train_prm_{kind}", (
+                *PCR, "train-prm", "prm=deberta_v3_base", f"prm.kind={kind}", f"pairs_dir={train_pairs}",
+                "scaling.use_gpu=true", "scaling.num_workers=4", f"output={ck}", *PAPER_CLUSTER), ck / "prm.json"))
+        steps.append(_evaluate("table", out, ["experiment=paper_table", *methods, *_checkpoint(args, "csp")]))
+        gpu = ("generator=qwen_math_7b", "search=paper", "search.beam_width=8", "dataset=paper",
+               "prm=deberta_v3_base", *PAPER_CLUSTER, "actors.generator.placement=actor",
+               "actors.generator.num_gpus=1", "actors.prm.num_gpus=0.25")
+        for kind in ("csp", "random"):
+            steps.append(_evaluate(f"csp_ablation_{kind}", out, [
+                "experiment=csp_ablation", *gpu, "~generator.cap", "methods=[nsprm,prm_only]",
+                f"prm.kind={kind}", *_checkpoint(args, kind)]))
+        for cov in ("0.5", "1.0"):
+            steps.append(_evaluate(f"coverage_{cov}", out, [
+                "experiment=coverage_ablation", *gpu, "~generator.cap", "~generator.verifier_coverage",
+                f"search.verifier_coverage={cov}", "methods=[nsprm]", *_checkpoint(args, "csp")]))
+        pair_sources = [_physics(sc.pair_physics, 4242), f"{{name:gsm8k_test,limit:{sc.pair_gsm8k}}}"]
+        eval_extra = ("prm=deberta_v3_base", "prm.device=cuda", "prm.bf16=true", *PAPER_CLUSTER)
+    pairs = out / "pairs"
+    steps.append(RecipeStep("pairs", (*PCR, "make-pairs", f"sources=[{','.join(pair_sources)}]",
+                                      f"kinds=[{','.join(CSP_KINDS)}]", f"out_dir={pairs}"), pairs / "summary.json"))
+    for kind in ("csp", "random"):
+        prm = [*eval_extra, f"prm.kind={kind}"] if sc.name == "paper" else [f"prm=minilm_{kind}", *eval_extra]
+        steps.append(RecipeStep(f"eval_prm_{kind}", (*PCR, "eval-prm", *prm, *_checkpoint(args, kind),
+                                                     f"pairs_dir={pairs}", "split=test",
+                                                     f"out={out / f'eval_prm_{kind}.json'}"),
+                                out / f"eval_prm_{kind}.json"))
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_first_error.py"
+    if not bench.exists():
+        raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are not "
+                                f"installed with the package)")
+    ck = args.checkpoint_csp
+    sizes = ("--physics", str(max(20, _n(args, sc.bench_physics))), "--gsm8k", str(max(20, _n(args, sc.bench_gsm8k))))
+    steps.append(RecipeStep("first_error", (sys.executable, str(bench), *sizes, "--out", str(out / "first_error"),
+                                            "--name", "first_error",
+                                            *(["--checkpoint", str(Path(ck).resolve())] if ck else [])),
+                            out / "first_error" / "first_error.json"))
+    steps.append(RecipeStep("givens", (*PCR, "reproduce", "--measure-givens", str(out / "givens.json")),
+                            out / "givens.json"))
+    return steps
+
+
+# ---------------------------------------------------------------- the givens-extraction measurement
+
+
+def measure_givens(path: Path) -> dict[str, Any]:
+    """The extractor on GSM8K test and generated physics (complete gold givens captured), and on SciBench physics
+    (no gold givens: problems with givens found, and targets of the answer's dimension)."""
+    from pcr_ray.core.units import try_unit_info
+    from pcr_ray.data.givens import extract, score_extraction
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
+
+    out: dict[str, Any] = {}
+    gsm = [p for p in load_dataset("gsm8k_test") if p.gold_trace]
+    phys = generate_problems(n=300, seed=0)
+    for name, probs in (("gsm8k_test", gsm), ("physics", phys)):
+        out[name] = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in probs]).to_dict()
+    sci = load_dataset("scibench", books=list(SCIBENCH_PHYSICS))
+    ex = [(p, extract(p.text)) for p in sci]
+    known = [(p, e) for p, e in ex if e.target.known]
+    units = [try_unit_info(p.answer_unit or "dimensionless") for p in sci]
+    out["scibench_physics"] = {
+        "n": len(sci), "with_givens": sum(bool(e.givens) for _, e in ex),
+        "answer_units_parsed": sum(u is not None for u in units), "n_target_known": len(known),
+        "target_right": sum(e.target.dims == u.dims for (p, e), u in
+                            ((pe, try_unit_info(pe[0].answer_unit or "dimensionless")) for pe in known)
+                            if u is not None)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    return out
+
+
+# ---------------------------------------------------------------- the report
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _prop(label: str, k: int, n: int, paper: str, step: str, how: str) -> dict[str, Any]:
+    lo, hi = wilson(k, n)
+    return {"label": label, "paper": paper, "ours": round(100 * k / n, 1) if n else None, "k": k, "n": n,
+            "ci95": [round(100 * lo, 1), round(100 * hi, 1)] if n else None, "unit": "%", "step": step, "how": how}
+
+
+def _value(label: str, value: float | None, n: int | None, paper: str, step: str, how: str, unit: str = ""
+           ) -> dict[str, Any]:
+    return {"label": label, "paper": paper, "ours": None if value is None else round(value, 3), "k": None, "n": n,
+            "ci95": None, "unit": unit, "step": step, "how": how}
+
+
+def _missing(label: str, paper: str, step: str, why: str) -> dict[str, Any]:
+    return {"label": label, "paper": paper, "ours": None, "k": None, "n": None, "ci95": None, "unit": "",
+            "step": step, "how": why}
+
+
+def _acc_k(d: Mapping[str, Any]) -> tuple[int, int]:
+    n = int(d.get("n") or 0)
+    return (round(float(d["acc"]) * n) if n and d.get("acc") is not None else 0), n
+
+
+def table_claims(metrics: Mapping[str, Any] | None, scale: str) -> list[dict[str, Any]]:
+    if metrics is None:
+        return [_missing("Table 1", "see paper", "table", "step not run")]
+    rows = []
+    ms = metrics["methods"]
+    for m in TABLE_METHODS + ("verifier_only",):
+        if m not in ms:
+            continue
+        paper = f"MATH {PAPER_TABLE1[m][0]} / GSM8K {PAPER_TABLE1[m][1]}" if m in PAPER_TABLE1 else "-"
+        for src, d in sorted(ms[m]["by_source"].items()):
+            k, n = _acc_k(d)
+            rows.append(_prop(f"Table 1 Acc@1, {METHOD_NAMES[m]}, {src}", k, n, paper, "table",
+                              "correct answers / problems of this source"))
+    return rows
+
+
+def horizon_claims(metrics: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    if metrics is None:
+        return [_missing("silent failures / horizon", "see paper", "table", "step not run")]
+    rows = []
+    ms = metrics["methods"]
+    for m, paper in PAPER_SILENT_LONG.items():
+        if m in ms:
+            h = ms[m]["by_horizon"]["long"]
+            rows.append(_prop(f"silent failures, long horizon (5+ gold steps), {METHOD_NAMES[m]}",
+                              int(h["silent_failures"]), int(h["n"]), f"{paper}", "table",
+                              "wrong answers returned without an error signal / long-horizon problems"))
+    for m, (ps, pl) in PAPER_SHORT_LONG.items():
+        if m in ms:
+            for h, paper in (("short", ps), ("long", pl)):
+                k, n = _acc_k(ms[m]["by_horizon"][h])
+                rows.append(_prop(f"Acc@1, {h} horizon, {METHOD_NAMES[m]}", k, n, f"{paper}", "table",
+                                  f"correct / problems whose gold trace is {'5+' if h == 'long' else 'under 5'} steps"))
+    return rows
+
+
+def csp_claims(out: Path) -> list[dict[str, Any]]:
+    rows = []
+    ev = {k: _load(out / f"eval_prm_{k}.json") for k in ("csp", "random")}
+    accs = {}
+    for k, d in ev.items():
+        if d is None:
+            rows.append(_missing(f"pairwise accuracy, {k} PRM", "-", f"eval_prm_{k}", "step not run"))
+            continue
+        a = d["by_kind"]["all"]
+        n = int(a["pairs"])
+        accs[k] = float(a["pairwise_acc"])
+        rows.append(_prop(f"pairwise accuracy on verifier-passing test pairs, PRM trained on {k} negatives",
+                          round(accs[k] * n), n, "-", f"eval_prm_{k}", "pairs whose gold step outscores the CSP "
+                          "negative (ties half) / pairs"))
+    if len(accs) == 2:
+        rows.append(_value("without CSP: pairwise accuracy change (random PRM - CSP PRM)",
+                           100 * (accs["random"] - accs["csp"]), None, "-14.2", "eval_prm_random",
+                           "difference of the two rows above", "points"))
+    search = {k: _load(out / f"csp_ablation_{k}" / "metrics.json") for k in ("csp", "random")}
+    for k, m in search.items():
+        if m is None or "nsprm" not in m["methods"]:
+            continue
+        kk, n = _acc_k(m["methods"]["nsprm"])
+        rows.append(_prop(f"search Acc@1 (NS-PRM search) with the PRM trained on {k} negatives", kk, n, "-",
+                          f"csp_ablation_{k}", "correct / generated physics problems, same search and budget"))
+    if all(m is not None and "nsprm" in m["methods"] for m in search.values()):
+        d = {k: m["methods"]["nsprm"]["acc"] for k, m in search.items()}  # type: ignore[index]
+        rows.append(_value("without CSP: search Acc@1 change", 100 * (d["random"] - d["csp"]), None, "-14.2",
+                           "csp_ablation_random", "difference of the two rows above", "points"))
+    return rows
+
+
+def coverage_claims(out: Path) -> list[dict[str, Any]]:
+    runs = {c: _load(out / f"coverage_{c}" / "metrics.json") for c in ("0.5", "1.0")}
+    rows = []
+    for c, m in runs.items():
+        if m is None or "nsprm" not in m["methods"]:
+            rows.append(_missing(f"Acc@1 at verifier coverage {c}", "-", f"coverage_{c}", "step not run"))
+            continue
+        k, n = _acc_k(m["methods"]["nsprm"])
+        rows.append(_prop(f"NS-PRM Acc@1 at verifier coverage {c}", k, n, "-", f"coverage_{c}",
+                          "correct / generated physics problems"))
+    if all(m is not None and "nsprm" in m["methods"] for m in runs.values()):
+        a = {c: m["methods"]["nsprm"] for c, m in runs.items()}  # type: ignore[index]
+        rows.append(_value("coverage 50% -> 100%: Acc@1 change", 100 * (a["1.0"]["acc"] - a["0.5"]["acc"]), None,
+                           "+6.8", "coverage_1.0", "difference of the two rows above", "points"))
+        t5, t1 = a["0.5"].get("mean_time_s"), a["1.0"].get("mean_time_s")
+        rows.append(_value("coverage 50% -> 100%: cost (mean search seconds per problem, 1.0 / 0.5)",
+                           (t1 / t5) if t5 and t1 else None, None, "1.3x", "coverage_1.0",
+                           "ratio of the mean generation + verification + PRM seconds per problem", "x"))
+    return rows
+
+
+def error_type_claims(out: Path) -> list[dict[str, Any]]:
+    path = out / "table" / "results.parquet"
+    if not path.exists():
+        return [_missing("error types removed", "93 / 87 / 41", "table", "step not run")]
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(path, columns=["problem_id", "method", "correct", "error_type"]).to_pylist()
+    by = {(r["problem_id"], r["method"]): r for r in rows}
+    out_rows = []
+    for etype, paper in PAPER_ERROR_REMOVED.items():
+        if etype == "assumption":
+            out_rows.append(_missing("error type NS-PRM removes vs PRM-only: assumption", f"{paper}", "table",
+                                     "not measured: the error classifier has no assumption type yet"))
+            continue
+        base = [pid for (pid, m), r in by.items() if m == "prm_only" and not r["correct"] and r["error_type"] == etype]
+        base = [pid for pid in base if (pid, "nsprm") in by]
+        removed = sum(by[(pid, "nsprm")]["correct"] or by[(pid, "nsprm")]["error_type"] != etype for pid in base)
+        out_rows.append(_prop(f"error type NS-PRM removes vs PRM-only: {etype.replace('_', ' ')}", removed,
+                              len(base), f"{paper}", "table",
+                              f"PRM-only's {etype} errors on which NS-PRM makes no {etype} error / PRM-only's {etype} "
+                              f"errors"))
+    return out_rows
+
+
+def givens_claims(out: Path) -> list[dict[str, Any]]:
+    g = _load(out / "givens.json")
+    if g is None:
+        return [_missing("givens parser: full initial state", "95.2", "givens", "step not run")]
+    rows = []
+    for src in ("gsm8k_test", "physics"):
+        d = g[src]
+        n = int(d["n"])
+        rows.append(_prop(f"givens parser captures every gold given (value and unit), {src}",
+                          round(d["complete"] * n), n, "95.2", "givens", "problems whose used gold givens are "
+                          "all extracted with their dimension / problems with a gold trace"))
+        rows.append(_prop(f"givens parser captures every gold given (value only), {src}",
+                          round(d["complete_value_only"] * n), n, "95.2", "givens",
+                          "the same, values only (a count's unit may differ)"))
+    s = g["scibench_physics"]
+    rows.append(_prop("SciBench physics: problems with givens extracted", s["with_givens"], s["n"], "-", "givens",
+                      "problems with at least one given found (no gold givens to compare with)"))
+    rows.append(_prop("SciBench physics: asked quantity of the answer's dimension", s["target_right"],
+                      s["n_target_known"], "-", "givens", "targets of the gold answer's dimension / targets found"))
+    return rows
+
+
+def first_error_claims(out: Path) -> list[dict[str, Any]]:
+    d = _load(out / "first_error" / "first_error.json")
+    if d is None:
+        return [_missing("first-error F1", "- (ours)", "first_error", "step not run")]
+    rows = []
+    for name, res in d["test"].items():
+        a = res["all"]
+        rows.append(_value(f"first-error benchmark F1, {name}", 100 * a["f1"], a["n_error"] + a["n_correct"],
+                           "- (ours)", "first_error", "harmonic mean of the two accuracies below (test split)", "%"))
+        rows.append(_prop(f"first-error benchmark, {name}: earliest wrong step found exactly", a["hits_error"],
+                          a["n_error"], "- (ours)", "first_error", "traces with a planted error"))
+        rows.append(_prop(f"first-error benchmark, {name}: correct traces passed", a["hits_correct"], a["n_correct"],
+                          "- (ours)", "first_error", "traces without an error"))
+    return rows
+
+
+def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> dict[str, Any]:
+    """Read the steps' outputs and write reproduction.json and reproduction.md into `out`."""
+    table = _load(out / "table" / "metrics.json")
+    claims = [
+        {"claim": "Table 1: Acc@1 of direct, ToRA-style Python, PRM-only, NS-PRM", "rows": table_claims(table,
+                                                                                                 args.scale)},
+        {"claim": "silent failures and accuracy by horizon", "rows": horizon_claims(table)},
+        {"claim": "without CSP the PRM's accuracy drops", "rows": csp_claims(out)},
+        {"claim": "verifier coverage 50% -> 100%", "rows": coverage_claims(out)},
+        {"claim": "error types NS-PRM removes vs the PRM baseline", "rows": error_type_claims(out)},
+        {"claim": "givens parser captures the full initial state", "rows": givens_claims(out)},
+        {"claim": "beyond the paper: first-error benchmark on unit-bearing traces", "rows": first_error_claims(out)},
+    ]
+    commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists()}
+                for s in steps}
+    result = {"scale": args.scale, "run_dir": str(out), "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "command": shlex.join(["pcr-ray", "reproduce", *args.argv]), "steps": commands, "claims": claims}
+    (out / "reproduction.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "reproduction.md").write_text(markdown(result))
+    return result
+
+
+def _fmt(r: Mapping[str, Any]) -> tuple[str, str]:
+    if r["ours"] is None:
+        return "not measured", ""
+    unit = r["unit"]
+    ours = f"{r['ours']}" + ("x" if unit == "x" else " pts" if unit == "points" else "")
+    ci = f"{r['ci95'][0]}-{r['ci95'][1]}" if r["ci95"] else ""
+    return ours, ci
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+    """reproduction.md: one table of every claim (paper, ours, n, 95% CI, how), then the steps' commands."""
+    lines = [f"# Reproduction ({result['scale']} scale)", "", f"`{result['command']}`, written {result['written']}.",
+             "Percentages unless marked; 95% CI: Wilson interval of a proportion. docs/reproduction.md explains "
+             "each row.", "", "| claim | measurement | paper | ours | n | 95% CI | how | step |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in result["claims"]:
+        for i, r in enumerate(c["rows"]):
+            ours, ci = _fmt(r)
+            lines.append(f"| {c['claim'] if i == 0 else ''} | {r['label']} | {r['paper']} | {ours} | "
+                         f"{r['n'] if r['n'] is not None else ''} | {ci} | {r['how']} | {r['step']} |")
+    lines += ["", "## Steps", ""]
+    for name, s in result["steps"].items():
+        lines += [f"- **{name}** ({'done' if s['done'] else 'not done'}): `{s['command']}`"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- command line
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="pcr-ray reproduce", description=__doc__.split("\n\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="e.g.  pcr-ray reproduce                        # this machine, ~90 min\n"
+                                        "      pcr-ray reproduce --dry-run              # print the steps\n"
+                                        "      pcr-ray reproduce --scale paper --out /mnt/shared/repro  # GPU cluster")
+    ap.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu: this machine; paper: a GPU cluster")
+    ap.add_argument("--out", default=None, help="run directory (default: <runs>/reproduce/<scale>)")
+    ap.add_argument("--problems", type=int, default=0, help="cap every measurement's problem count (a quick look)")
+    ap.add_argument("--methods", default="", help="comma-separated methods of the Table 1 run (default: the "
+                    "experiment's)")
+    ap.add_argument("--checkpoint-csp", default=None, help="the CSP PRM (default: the cached quick one, trained if "
+                    "missing; paper scale: $PCR_RAY_CACHE/prm/deberta_csp)")
+    ap.add_argument("--checkpoint-random", default=None, help="the random-negatives PRM (default as --checkpoint-csp)")
+    ap.add_argument("--dry-run", action="store_true", help="print the steps (and which are done), run nothing")
+    ap.add_argument("--report-only", action="store_true", help="write the report from what is done, run nothing")
+    ap.add_argument("--measure-givens", default=None, metavar="JSON", help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(argv)
+    args.argv = argv
+    if args.measure_givens:
+        measure_givens(Path(args.measure_givens))
+        return 0
+    if args.problems < 0:
+        print("pcr-ray reproduce: --problems must be >= 0", file=sys.stderr)
+        return 2
+    args.methods = [m for m in args.methods.split(",") if m]
+    if args.out is None:
+        from pcr_ray.config import runs_dir
+
+        args.out = str(runs_dir() / "reproduce" / args.scale)
+    if args.scale == "paper":
+        from pcr_ray.config import cache_dir
+
+        for kind in ("csp", "random"):
+            if getattr(args, f"checkpoint_{kind}") is None:
+                setattr(args, f"checkpoint_{kind}", str(cache_dir() / "prm" / f"deberta_{kind}"))
+    out = Path(args.out).expanduser().resolve()
+    try:
+        steps = recipe(args)
+    except FileNotFoundError as exc:
+        print(f"pcr-ray reproduce: {exc}", file=sys.stderr)
+        return 2
+    rc = 0
+    if not args.report_only:
+        rc = run_recipe(steps, dry_run=args.dry_run, label="reproduce")
+    if args.dry_run:
+        return rc
+    out.mkdir(parents=True, exist_ok=True)
+    report(out, steps, args)
+    print(f"reproduce: {out / 'reproduction.md'}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
