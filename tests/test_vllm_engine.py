@@ -227,8 +227,9 @@ def test_concurrent_search_workers_through_the_actor(engine) -> None:
     for i, batch in enumerate(batches):
         step_out, givens_out = outs[i]
         assert len(step_out) == batch[0].k and len(givens_out) == 1
-        valid, total = _check_steps(batch[:1], [step_out], gen_cfg)
-        assert "givens" in json.loads(givens_out[0])  # a givens answer for the givens request
+        _check_steps(batch[:1], [step_out], gen_cfg)  # as many candidates as this request asked for
+        # a givens answer for the givens request (compact JSON in schema order; it may be cut at max_tokens)
+        assert givens_out[0].startswith('{"givens":'), givens_out[0][:200]
     assert _info(ref)["max_in_flight"] >= 2  # the actor had several callers' batches in the engine at once
 
 
@@ -264,8 +265,9 @@ def test_solve_cli_prints_a_trace_and_an_answer_line(tmp_path) -> None:
            "search.beam_width=1", "search.max_steps=2", "search.max_retries=1", "search.max_backtracks=0"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env, cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert lines[0].startswith("problem: A car") and any(line.startswith("givens:") for line in lines)
+    lines = proc.stdout.strip().splitlines()  # vLLM's own log lines come first
+    start = next(i for i, line in enumerate(lines) if line.startswith("problem: A car"))
+    assert lines[start + 1].startswith("givens:"), lines[start:]
     assert lines[-1].startswith("answer:"), proc.stdout[-2000:]
     assert (proc.returncode == 0) == (lines[-1] != "answer: none"), lines[-1]
 
@@ -286,7 +288,7 @@ def test_engine_killed_mid_batch_is_restarted_and_the_batch_retried(engine) -> N
     time.sleep(1.5)  # generation under way
     for pid in pids:
         psutil.Process(pid).kill()
-    outs = ray.get(pending, timeout=300)
+    outs = ray.get(pending, timeout=600)  # a new engine starts in 20 s idle, ~4 min on a loaded 2-core box
     assert [len(o) for o in outs] == [2, 2]
     info = ray.get(actor.info.remote())
     assert info["stats"]["engine_restarts"] == 1 and info["stats"]["engine_starts"] == 2
