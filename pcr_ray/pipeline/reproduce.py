@@ -4,9 +4,10 @@ Runs one `pcr-ray` command (or benchmark script) per measurement, each in its ow
 whose output is already there (pcr_ray.pipeline.listwise_rounds' RecipeStep / run_recipe), then reads their
 outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
 number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
-that measured it. `--scale cpu` (the default) is this machine's scale (about 90 minutes on 2 cores, the two
-quick PRMs' training included); `--scale paper` is the GPU cluster's configuration (GSM8K + MATH-500,
-Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs). docs/reproduction.md explains each row.
+that measured it. `--scale cpu` (the default) is this machine's scale (sized for about 90 minutes on 2 cores,
+the two quick PRMs' training included; not yet timed end to end); `--scale paper` is the GPU cluster's
+configuration (GSM8K + MATH-500, Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs).
+docs/reproduction.md explains each row.
 """
 
 from __future__ import annotations
