@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-PREFERRED_X = ("search.beam_width", "verifier.coverage", "search.threshold", "search.k")
+PREFERRED_X = ("search.beam_width", "search.verifier_coverage", "search.threshold", "search.k")
 
 
 def _overrides(run_dir: Path) -> dict[str, str]:
