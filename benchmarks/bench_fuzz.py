@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--targets", default=",".join(fuzz_targets.TARGETS))
     ap.add_argument("--engine", choices=("auto", "atheris", "hypothesis"), default="auto")
     ap.add_argument("--max-seconds-per-target", type=int, default=3600)
+    ap.add_argument("--name", default="bench_fuzz", help="JSON file name (without .json)")
     ap.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once (one core each)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_fuzz.json")
     args = ap.parse_args()
@@ -168,7 +169,7 @@ def main() -> None:
                        "raise; units raise UnitError; expressions ExprError/DomainError; request models "
                        "ValidationError), a last-resort guard that caught one, or whole-trace != incremental"}
     print(f"total {total:,} inputs, {out['findings_total']} findings ({out['uncaught_total']} uncaught)")
-    save("bench_fuzz", out, args.results)
+    save(args.name, out, args.results)
     if all_findings:
         raise SystemExit(1)
 

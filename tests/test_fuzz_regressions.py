@@ -51,3 +51,22 @@ def test_huge_integers_in_a_trace_are_non_finite_not_a_crash() -> None:
             t["steps"][2]["args"]["y"] = 10**400
         v = verify(t)
         assert not v.ok and v.diagnostics[0].code == "non_finite", where
+
+
+# Found: 'a%0/xxx' made to_sympy raise SymPy's ZeroDivisionError (Mod(a, 0) is evaluated as it is built) instead
+# of an ExprError; in a trace, the step failed through the verifier's last-resort guard. Fixed in to_sympy.
+@pytest.mark.parametrize("text", ["a%0/xxx", "x % (2 - 2)", "1 % 0"])
+def test_modulo_by_zero_is_an_expression_error(text: str) -> None:
+    from pcr_ray.core.primitives.expr import ExprError, to_sympy
+
+    with pytest.raises(ExprError, match="by zero"):
+        to_sympy(text)
+
+
+def test_modulo_by_zero_in_a_trace_is_a_plain_rejection() -> None:
+    trace = {"givens": [{"name": "k", "value": 3}],
+             "steps": [{"op": "eval_expr", "args": {"expr": "k % (2 - 2)"},
+                        "out": {"name": "y", "unit": "dimensionless"}}],
+             "answer": [{"name": "y", "unit": "dimensionless"}]}
+    v = verify(trace)
+    assert not v.ok and "evaluation failed" not in v.diagnostics[0].message, v.diagnostics

@@ -318,8 +318,12 @@ def _sym(ir: IR) -> sympy.Expr:
 
 @lru_cache(maxsize=4096)
 def to_sympy(text: str) -> sympy.Expr:
-    """The SymPy expression of an expression string (literals exact: 0.1 -> 1/10). Cached."""
-    return _sym(parse(text).ir)
+    """The SymPy expression of an expression string (literals exact: 0.1 -> 1/10). Cached. Raises ExprError."""
+    parsed = parse(text)
+    try:
+        return _sym(parsed.ir)
+    except ZeroDivisionError:  # SymPy evaluates constant parts as it builds: 'x % (2 - 2)' is Mod(x, 0)
+        raise _fail("modulo or division by zero") from None
 
 
 def sympy_value(expr: sympy.Expr) -> float:
