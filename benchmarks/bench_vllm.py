@@ -51,22 +51,11 @@ def _batches(n_workers: int, per_worker: int, k: int) -> list[list]:
 
 
 def _valid(batches, outs, gen_cfg) -> tuple[int, int]:
-    import jsonschema
+    from pcr_ray.generators.llm_common import count_schema_valid
 
-    from pcr_ray.generators.llm_common import build_call
-
-    valid = total = 0
-    for batch, out in zip(batches, outs, strict=True):
-        for req, cands in zip(batch, out, strict=True):
-            schema = build_call(req, schema_level=gen_cfg["schema_level"], max_ops=gen_cfg["max_ops"]).schema
-            for c in cands:
-                total += 1
-                try:
-                    jsonschema.validate(json.loads(c), schema)
-                    valid += 1
-                except (ValueError, jsonschema.ValidationError):
-                    pass
-    return valid, total
+    reqs = [r for batch in batches for r in batch]
+    cands = [c for out in outs for c in out]
+    return count_schema_valid(reqs, cands, gen_cfg["schema_level"], gen_cfg["max_ops"])
 
 
 def _run(actor, proxy, batches, concurrent: bool, gen_cfg) -> dict:

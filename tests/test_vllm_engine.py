@@ -20,7 +20,7 @@ from pcr_ray.baselines import run_baseline  # noqa: E402
 from pcr_ray.data.physics import generate_problems  # noqa: E402
 from pcr_ray.generators.base import ProposalRequest  # noqa: E402
 from pcr_ray.generators.givens_llm import LLMGivensExtractor  # noqa: E402
-from pcr_ray.generators.llm_common import build_call  # noqa: E402
+from pcr_ray.generators.llm_common import count_schema_valid  # noqa: E402
 from pcr_ray.generators.schema import givens_schema  # noqa: E402
 from pcr_ray.search import SearchConfig, SearchProblem, run_search  # noqa: E402
 
@@ -96,19 +96,10 @@ def _step_requests(problems, k: int) -> list[ProposalRequest]:
 
 
 def _check_steps(reqs, outs, gen_cfg) -> tuple[int, int]:
-    """(schema-valid candidates, all candidates); each candidate checked against its own request's schema."""
-    valid = total = 0
+    """(schema-valid candidates, all candidates), after checking each request got its k candidates."""
     for req, cands in zip(reqs, outs, strict=True):
         assert len(cands) == req.k
-        schema = build_call(req, schema_level=gen_cfg["schema_level"], max_ops=gen_cfg["max_ops"]).schema
-        for c in cands:
-            total += 1
-            try:
-                jsonschema.validate(json.loads(c), schema)
-                valid += 1
-            except (ValueError, jsonschema.ValidationError):
-                pass
-    return valid, total
+    return count_schema_valid(reqs, outs, gen_cfg["schema_level"], gen_cfg["max_ops"])
 
 
 def test_engine_actor_runs_vllm_on_cpu(engine) -> None:

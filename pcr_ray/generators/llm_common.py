@@ -88,3 +88,21 @@ def clean_output(text: str, mode: str) -> str:
 def batch_calls(requests: Sequence[ProposalRequest], **kw: Any) -> list[LLMCall]:
     """build_call for every request, in order."""
     return [build_call(r, **kw) for r in requests]
+
+
+def count_schema_valid(requests: Sequence[ProposalRequest], outputs: Sequence[Sequence[str]], schema_level: str,
+                       max_ops: int) -> tuple[int, int]:
+    """(schema-valid candidates, all candidates): each candidate checked against its own request's JSON Schema."""
+    import jsonschema
+
+    valid = total = 0
+    for req, cands in zip(requests, outputs, strict=True):
+        schema = build_call(req, schema_level=schema_level, max_ops=max_ops).schema
+        for c in cands:
+            total += 1
+            try:
+                jsonschema.validate(json.loads(c), schema)
+                valid += 1
+            except (ValueError, jsonschema.ValidationError):
+                pass
+    return valid, total
