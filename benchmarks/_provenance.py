@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _machine import machine_info, write_result
+from _machine import git_revision, machine_info, write_result
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def provenance() -> dict:
-    """The command line, git revision (and whether the tree had changes), machine and time of this run."""
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    return {"command": " ".join(["python", *sys.argv]), "git_rev": git("rev-parse", "HEAD"),
-            "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    """The command line, git revision (`+dirty` when the tree had changes), machine and time of this run."""
+    return {"command": " ".join(["python", *sys.argv]), "git_revision": git_revision(),
             "machine": machine_info(), "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "note": "other engineers' jobs shared this 2-core machine; compare ratios measured in the same run"}
 

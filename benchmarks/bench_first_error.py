@@ -18,23 +18,14 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _machine import RESULTS, machine_info
+from _machine import RESULTS, git_revision, machine_info
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def git_rev() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def load_problems(n_physics: int, physics_seed: int, n_gsm8k: int) -> list[Any]:
@@ -164,7 +155,7 @@ def main() -> int:
     }
     result = {
         "command": shlex.join([sys.executable, *sys.argv]),
-        "git_rev": git_rev(),
+        "git_revision": git_revision(),
         "machine": machine_info(),
         "note": "other jobs shared the machine; times are indicative only",
         "parquet": str(parquet),

@@ -70,7 +70,8 @@ def test_ray_train_two_workers_checkpoints_resumes_and_evaluates(pairs_dir, tmp_
     subset = load_pairs_dataset(out, "train", default_kinds("csp"), 32, 0).to_pandas()
     assert first["train_pairs_by_kind"] == subset["kind"].value_counts().to_dict()
     assert sum(first["train_pairs_by_kind"].values()) == 32
-    second = train_prm(compose("train_prm", ["train.epochs=2"], values=values))  # same run: resumes after epoch 0
+    values["train"]["epochs"] = 2
+    second = train_prm(compose("train_prm", values=values))  # same run: resumes after epoch 0
     assert [h["epoch"] for h in second["history"]] == [0, 1]
     assert second["history"][0] == first["history"][0]
     assert second["metrics"]["epoch"] == 1

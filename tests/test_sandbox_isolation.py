@@ -172,6 +172,9 @@ def test_missing_bwrap_is_refused_with_how_to_install_it(tmp_path: Path, monkeyp
     with pytest.raises(SandboxUnavailable, match="baselines.sandbox=unconfined"):
         run_baseline("pyexec", [p], Gen(), {"timeout_s": 4})
     assert asked == []  # refused before any generation
+    from pcr_ray.baselines import sandbox
+
+    sandbox._warn_unconfined.cache_clear()  # it warns once per process: an earlier test may have used it
     with pytest.warns(RuntimeWarning, match="UNCONFINED"):
         res = run_baseline("pyexec", [p], Gen(), {"timeout_s": 4, "sandbox": "unconfined"})[0]
     assert res.answer_value == 25.0
