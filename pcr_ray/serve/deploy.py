@@ -24,6 +24,7 @@ from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
+
 class ForwardCoalescer:
     """The replica's one batching layer: one model call at a time, and every request that arrived meanwhile goes
     into the next call together (up to `max_requests` requests per call).
