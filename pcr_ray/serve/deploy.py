@@ -96,7 +96,8 @@ class PRMScorerDeployment:
     """The PRM (pcr_ray.prm.build) behind a ForwardCoalescer: concurrent requests share forward passes."""
 
     def __init__(self, checkpoint: str, max_batch_size: int = 32, int8: bool = False, device: str = "cpu",
-                 scorer_max_batch: int = 64, scorer_max_length: int | None = None, torch_threads: int = 0, bf16: bool = False) -> None:
+                 scorer_max_batch: int = 64, scorer_max_length: int | None = None, torch_threads: int = 0,
+                 bf16: bool = False) -> None:
         if torch_threads > 0:
             import torch
 
