@@ -142,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--time-cap", type=float, default=120.0, help="seconds per phase; no new requests after it")
     ap.add_argument("--max-batch-size", type=int, default=32)
-    ap.add_argument("--batch-wait", type=float, default=0.01, help="batch_wait_timeout_s")
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     common = dict(checkpoint=str(ckpt), port=port, prm_num_cpus=0.5, ingress_num_cpus=0.25,
-                  torch_threads=args.torch_threads, batch_wait_timeout_s=args.batch_wait)
+                  torch_threads=args.torch_threads)
     results: dict[str, Any] = {}
     svcs = []
     try:
@@ -202,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**machine_info(), "loadavg_1m_before": round(load_before[0], 2),
                     "loadavg_1m_after": round(os.getloadavg()[0], 2)},
         "config": {"requests": args.requests, "concurrency": args.concurrency, "time_cap_s": args.time_cap,
-                   "max_batch_size": args.max_batch_size, "batch_wait_timeout_s": args.batch_wait,
+                   "max_batch_size": args.max_batch_size,
                    "torch_threads": args.torch_threads, "checkpoint": str(ckpt),
                    "pairs_per_request_mean": round(results["batched"]["pairs_scored"]
                                                    / max(results["batched"]["completed"], 1), 2)},

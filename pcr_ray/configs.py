@@ -287,7 +287,6 @@ class ServeConfig:
     prm_enabled: bool
     replicas: int
     max_batch_size: int
-    batch_wait_timeout_s: float
     host: str
     api_key_env: str
     api_key_file: Optional[str]

@@ -444,7 +444,7 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16)
     assert replica.info()["bf16"] is True and replica.info()["int8"] is False
     pairs = expected_pairs("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", EXAMPLE)
-    served = asyncio.run(replica.coalescer.score([pairs]))[0]  # the replica's forward path (serve.batch needs Serve)
+    served = asyncio.run(replica.score(pairs))  # the replica's own scoring path
     offline_bf16 = PRMScorer.from_checkpoint(checkpoint, bf16=True).score(pairs)
     offline_fp32 = PRMScorer.from_checkpoint(checkpoint).score(pairs)
     assert served == pytest.approx(offline_bf16, abs=1e-6)
@@ -477,7 +477,7 @@ def service(ray_session, checkpoint: Path):
 
     port = _free_port()
     svc = start(ServeSettings(checkpoint=str(checkpoint), port=port, max_batch_size=16,
-                              batch_wait_timeout_s=0.05, prm_num_cpus=0.5, ingress_num_cpus=0.2,
+                              prm_num_cpus=0.5, ingress_num_cpus=0.2,
                               max_body_bytes=64 * 1024))
     bare = start(ServeSettings(prm_enabled=False, port=port, app_name="pcr_ray_noprm", route_prefix="/noprm",
                                ingress_num_cpus=0.2))

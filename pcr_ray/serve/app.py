@@ -54,7 +54,6 @@ class ServeSettings:
     prm_enabled: bool = True
     replicas: int = 1
     max_batch_size: int = 32
-    batch_wait_timeout_s: float = 0.01
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 1_048_576
@@ -94,8 +93,6 @@ class ServeSettings:
             raise ValueError(f"bad serve setting(s): {bad}") from None
         if s.max_batch_size < 1 or s.replicas < 1 or s.max_body_bytes < 1024:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
-        if not (0 <= s.batch_wait_timeout_s <= 10):
-            raise ValueError("batch_wait_timeout_s must be in [0, 10]")
         if s.int8 and s.bf16:
             raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
         return s

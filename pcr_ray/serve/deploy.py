@@ -24,15 +24,13 @@ from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
-_BATCHES_IN_FLIGHT = 8  # @serve.batch batches that may wait on the model at once (merged by ForwardCoalescer)
-
 
 class ForwardCoalescer:
-    """One model call at a time; whatever requests queued up meanwhile go into the next call together.
+    """The replica's one batching layer: one model call at a time, and every request that arrived meanwhile goes
+    into the next call together (up to `max_requests` requests per call).
 
-    `@serve.batch` forms its next batch while the current one runs (it only waits `batch_wait_timeout_s`
-    for company), so with a forward pass slower than that, batches stay as small as the arrivals of a few
-    milliseconds. Batches that wait for the model are merged here (up to `max_requests` requests per call).
+    A lone request starts a call at once (no waiting for company); under load a call takes whatever queued while
+    the previous one ran, so batches grow with the load and the model never idles while requests wait.
     """
 
     def __init__(self, fn: Any, max_requests: int) -> None:
@@ -95,11 +93,11 @@ class ForwardCoalescer:
 
 @serve.deployment(name="PRMScorer")
 class PRMScorerDeployment:
-    """The PRM (PRMScorer.from_checkpoint) behind `@serve.batch`: concurrent requests share forward passes."""
+    """The PRM (pcr_ray.prm.build) behind a ForwardCoalescer: concurrent requests share forward passes."""
 
-    def __init__(self, checkpoint: str, max_batch_size: int = 32, batch_wait_timeout_s: float = 0.01,
-                 int8: bool = False, device: str = "cpu", scorer_max_batch: int = 64,
-                 scorer_max_length: int | None = None, torch_threads: int = 0, bf16: bool = False) -> None:
+    def __init__(self, checkpoint: str, max_batch_size: int = 32, int8: bool = False, device: str = "cpu",
+                 scorer_max_batch: int = 64, scorer_max_length: int | None = None, torch_threads: int = 0,
+                 bf16: bool = False) -> None:
         if torch_threads > 0:
             import torch
 
@@ -108,26 +106,19 @@ class PRMScorerDeployment:
 
         prm_cfg = {"device": device, "int8": int8, "bf16": bf16, "max_batch": scorer_max_batch}
         self.scorer = build_scorer(prm_cfg, checkpoint, max_length=scorer_max_length)
-        self._batched.set_max_batch_size(max_batch_size)
-        self._batched.set_batch_wait_timeout_s(batch_wait_timeout_s)
         self.max_batch_size = max_batch_size
-        self.batch_wait_timeout_s = batch_wait_timeout_s
         self.coalescer = ForwardCoalescer(self.scorer.score, max_batch_size)
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01, max_concurrent_batches=_BATCHES_IN_FLIGHT)
-    async def _batched(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
-        return await self.coalescer.score(requests)
-
     async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """Scores of (context, step) pairs; one call is one item of a dynamic batch."""
+        """Scores of (context, step) pairs; one call is one request of the coalescer's next model call."""
         if not pairs:
             return []
-        return await self._batched(list(pairs))
+        return (await self.coalescer.score([list(pairs)]))[0]
 
     def info(self) -> dict[str, Any]:
         """PRMScorer.identity, the batching settings and counters."""
         return {**dict(self.scorer.identity), "max_batch_size": self.max_batch_size,
-                "batch_wait_timeout_s": self.batch_wait_timeout_s, "stats": self.coalescer.stats()}
+                "stats": self.coalescer.stats()}
 
 
 @serve.deployment(name="ScoringIngress")
@@ -158,9 +149,9 @@ def build_from_settings(settings: ServeSettings) -> Any:
     if ckpt is not None:
         prm = PRMScorerDeployment.options(
             num_replicas=settings.replicas, ray_actor_options={"num_cpus": settings.prm_num_cpus},
-            # Serve's default (5 in flight per replica) would cap every batch at 5 requests
-            max_ongoing_requests=max(_BATCHES_IN_FLIGHT * settings.max_batch_size, 16),
-        ).bind(str(ckpt), settings.max_batch_size, settings.batch_wait_timeout_s, settings.int8,
+            # Serve's default (5 in flight per replica) would cap every model call at 5 requests
+            max_ongoing_requests=max(2 * settings.max_batch_size, 16),
+        ).bind(str(ckpt), settings.max_batch_size, settings.int8,
                settings.device, settings.scorer_max_batch, settings.scorer_max_length, settings.torch_threads,
                settings.bf16)
     ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
