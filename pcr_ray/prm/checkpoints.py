@@ -1,6 +1,6 @@
-"""Where PRM checkpoints live, and a quick in-process CPU training when the one asked for is missing.
+"""Where the quick PRM lives, and its in-process CPU training (`prm.checkpoint=quick`, see pcr_ray/prm/build.py).
 
-`ensure_checkpoint(kind)` is what the demo and the evaluation pipeline call: it returns cache_dir()/prm/<kind>
+`ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>
 when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a seed
 disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget
 (a few minutes on 2 cores). A file lock keeps concurrent callers from training twice.
