@@ -50,7 +50,7 @@ def git_revision() -> str:
 
 def records_path(name: str) -> Path:
     """Where a benchmark's per-problem records go: <cache>/bench/NAME_records.jsonl (never committed)."""
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
 
     path = cache_dir() / "bench" / f"{name}_records.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)

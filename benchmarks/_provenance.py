@@ -21,7 +21,7 @@ def provenance() -> dict:
 
 def save(name: str, result: dict, to_results: bool) -> Path:
     """Write `result` (with provenance) to <cache>/bench/<name>.json, and to benchmarks/results/ when asked."""
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
 
     result = {**result, **provenance()}
     path = cache_dir() / "bench" / f"{name}.json"

@@ -14,11 +14,11 @@ import time
 
 from _machine import write_result
 
-from pcr_ray.config import data_dir
 from pcr_ray.core.verifier import verify
 from pcr_ray.data.givens import RuleBasedExtractor
 from pcr_ray.data.gsm8k_traces import conversion_stats, convert_gsm8k
 from pcr_ray.data.physics import TEMPLATES, generate_problems
+from pcr_ray.paths import data_dir
 
 
 def _machine() -> dict:

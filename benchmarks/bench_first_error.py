@@ -109,7 +109,6 @@ def main() -> int:
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/<name>.json")
     args = ap.parse_args()
 
-    from pcr_ray.config import cache_dir
     from pcr_ray.negatives.first_error import (
         BenchConfig,
         best_threshold,
@@ -118,6 +117,7 @@ def main() -> int:
         threshold_prediction,
         verifier_prediction,
     )
+    from pcr_ray.paths import cache_dir
 
     t_all = time.perf_counter()
     out_dir = Path(args.out) if args.out else cache_dir() / "first_error"

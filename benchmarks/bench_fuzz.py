@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once (one core each)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_fuzz.json")
     args = ap.parse_args()
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
 
     targets = [t for t in args.targets.split(",") if t]
     unknown = sorted(set(targets) - set(fuzz_targets.TARGETS))

@@ -38,7 +38,7 @@ def main() -> None:
 
     import numpy as np
 
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
     from pcr_ray.pipeline.eval_prm import distinct_texts, read_split, select_pairs
     from pcr_ray.pipeline.make_pairs import default_pairs_dir
     from pcr_ray.prm.scorer import PRMScorer

@@ -115,7 +115,7 @@ def _checkpoint(arg: str | None) -> Path:
     """--checkpoint, else the trained csp checkpoint, else a MiniLM + seeded-head checkpoint (same cost)."""
     if arg:
         return Path(arg)
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
     from pcr_ray.prm.checkpoints import find_checkpoint
 
     found = find_checkpoint("csp")

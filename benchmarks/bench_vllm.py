@@ -30,7 +30,7 @@ def _compose_generator() -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose("evaluate", overrides=["generator=vllm_tiny"])
@@ -116,7 +116,7 @@ def main() -> int:
 
     import ray
 
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
     from pcr_ray.pipeline import actors as act
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -26,8 +26,8 @@ class ConfigError(ValueError):
 
 
 def _register_resolvers() -> None:
-    """`${pcr_ray.cache:}` and `${pcr_ray.data:}`: the cache and data folders of pcr_ray.config, in YAML."""
-    from pcr_ray.config import cache_dir, data_dir
+    """`${pcr_ray.cache:}` and `${pcr_ray.data:}`: the cache and data folders of pcr_ray.paths, in YAML."""
+    from pcr_ray.paths import cache_dir, data_dir
 
     if not OmegaConf.has_resolver("pcr_ray.cache"):
         OmegaConf.register_new_resolver("pcr_ray.cache", lambda: str(cache_dir()))
@@ -357,7 +357,7 @@ def compose(config_name: str, overrides: Sequence[str] = (), values: Mapping[str
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
 
     if GlobalHydra.instance().is_initialized():  # inside a Hydra app (e.g. a sweep job)
         cfg = hydra_compose(config_name, overrides=list(overrides))

@@ -22,9 +22,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from pcr_ray.config import conf_dir, runs_dir
 from pcr_ray.configs import check, compose
 from pcr_ray.configs import to_plain as _plain
+from pcr_ray.paths import conf_dir, runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.prm.build import checkpoint_path
 

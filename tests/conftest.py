@@ -32,7 +32,7 @@ def ray_session():
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    from pcr_ray.config import data_dir as _data_dir
+    from pcr_ray.paths import data_dir as _data_dir
 
     d = _data_dir()
     if not (d / "gsm8k" / "test.jsonl").exists():

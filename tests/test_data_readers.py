@@ -114,7 +114,7 @@ def test_problem_dict_roundtrip():
 
 def test_empty_cache_and_data_variables_count_as_unset(monkeypatch, tmp_path) -> None:
     """`PCR_RAY_CACHE= make demo` must not turn the working directory into the cache."""
-    from pcr_ray.config import cache_dir, data_dir
+    from pcr_ray.paths import cache_dir, data_dir
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

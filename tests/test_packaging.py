@@ -40,7 +40,7 @@ def test_installed_package_runs_from_another_directory(wheel: Path, tmp_path: Pa
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "PCR_RAY_CACHE": str(tmp_path / "cache")}
     env.pop("PCR_RAY_CONF", None)
-    code = ("import pcr_ray, pcr_ray.config as c, pcr_ray.configs as s; "
+    code = ("import pcr_ray, pcr_ray.paths as c, pcr_ray.configs as s; "
             "print(pcr_ray.__file__); print(c.conf_dir()); "
             "print(s.compose('evaluate', ['experiment=smoke']).dataset.name)")
     out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)

@@ -396,7 +396,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
     from omegaconf import OmegaConf
     from ray.serve.schema import ServeDeploySchema
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
     from pcr_ray.serve.app import ServeSettings
     from pcr_ray.serve.deploy import build_app
 
@@ -428,7 +428,7 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.serve.app import ServeSettings
     from pcr_ray.serve.deploy import PRMScorerDeployment

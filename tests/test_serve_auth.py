@@ -89,7 +89,7 @@ def test_serve_config_has_the_auth_settings() -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="serve", overrides=["host=0.0.0.0", "allow_unauthenticated=true"])

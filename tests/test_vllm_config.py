@@ -7,8 +7,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from pcr_ray.config import conf_dir
 from pcr_ray.generators.vllm import VLLMGenerator
+from pcr_ray.paths import conf_dir
 from pcr_ray.pipeline.actors import vllm_placement
 
 

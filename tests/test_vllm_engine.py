@@ -50,7 +50,7 @@ def compose_evaluate(overrides) -> dict:
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
 
     overrides = list(overrides) or e2e_overrides("unused", 2)
     GlobalHydra.instance().clear()

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir
 from pcr_ray.data.problem import Problem
+from pcr_ray.paths import cache_dir
 
 USAGE = """usage: pcr-ray data build [key=value ...]
 

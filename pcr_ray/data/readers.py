@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from pcr_ray.config import data_dir as _default_data_dir
 from pcr_ray.data.problem import Problem
+from pcr_ray.paths import data_dir as _default_data_dir
 
 DATASETS: tuple[str, ...] = ("gsm8k_train", "gsm8k_test", "math500", "math", "scibench", "physics")
 
@@ -30,7 +30,7 @@ class DataMissingError(FileNotFoundError):
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The data folder: the argument, else pcr_ray.config.data_dir() ($PCR_RAY_DATA or the user data folder)."""
+    """The data folder: the argument, else pcr_ray.paths.data_dir() ($PCR_RAY_DATA or the user data folder)."""
     return Path(data_dir).expanduser().resolve() if data_dir else _default_data_dir()
 
 

@@ -22,7 +22,7 @@ REQUIRED = ("config.json", "model.safetensors", "tokenizer_config.json")
 
 def tiny_model_dir() -> Path:
     """Where the converted tiny model lives (it may not exist yet)."""
-    from pcr_ray.config import cache_dir
+    from pcr_ray.paths import cache_dir
 
     return cache_dir() / "models" / FOLDER_NAME
 

@@ -170,7 +170,7 @@ def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], 
     opts = _actor_options(name, acfg, namespace)
     opts.update(num_gpus=place["num_gpus"], num_cpus=place["num_cpus"])
     # an async actor: at least 64 calls in flight unless the config asks for more
-    opts["max_concurrency"] = max(int(acfg.get("max_concurrency", 1)), 64)
+    opts["max_concurrency"] = max(int(acfg["max_concurrency"]), 64)
     if place["bundles"]:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -282,13 +282,14 @@ class ActorRef:
 
 
 def _actor_options(name: str, acfg: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
+    """Ray actor options from a checked `actors.<role>` config (pcr_ray.configs.ActorConfig: every key present)."""
     opts: dict[str, Any] = {
         "name": name, "get_if_exists": True,
-        "num_cpus": float(acfg.get("num_cpus", 0) or 0),
-        "num_gpus": float(acfg.get("num_gpus", 0) or 0),
-        "max_restarts": int(acfg.get("max_restarts", 3)),
-        "max_task_retries": int(acfg.get("max_task_retries", 3)),
-        "max_concurrency": int(acfg.get("max_concurrency", 1)),
+        "num_cpus": float(acfg["num_cpus"]),
+        "num_gpus": float(acfg["num_gpus"]),
+        "max_restarts": int(acfg["max_restarts"]),
+        "max_task_retries": int(acfg["max_task_retries"]),
+        "max_concurrency": int(acfg["max_concurrency"]),
     }
     if namespace:
         opts["namespace"] = namespace
@@ -307,7 +308,7 @@ _PGS: dict[str, Any] = {}  # placement groups of multi-GPU vLLM actors, by actor
 
 def generator_runs_locally(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> bool:
     """Placement 'local' builds the generator inside each search worker; 'auto' does so for model-free ones."""
-    placement = str(acfg.get("placement", "auto"))
+    placement = str(acfg["placement"])
     if placement == "local":
         return True
     if placement == "actor":
@@ -327,7 +328,7 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
     digest = config_digest({"cfg": gen_cfg, "actor": dict(acfg), "faults": dict(faults or {})})
     names = []
     handles = []
-    for i in range(max(1, int(acfg.get("replicas", 1)))):
+    for i in range(max(1, int(acfg["replicas"]))):
         name = f"pcr-gen-{digest}-{i}"
         if _LIVE.get(name) is not None:
             h = _LIVE[name]
@@ -351,7 +352,7 @@ def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping
     digest = config_digest({"cfg": prm_cfg, "checkpoint": str(checkpoint), "actor": dict(acfg),
                             "faults": dict(faults or {})})
     names, handles = [], []
-    for i in range(max(1, int(acfg.get("replicas", 1)))):
+    for i in range(max(1, int(acfg["replicas"]))):
         name = f"pcr-prm-{digest}-{i}"
         h = _LIVE.get(name) or PRMActor.options(**_actor_options(name, acfg, namespace)).remote(
             prm_cfg, str(checkpoint), faults, acfg.get("torch_threads"))

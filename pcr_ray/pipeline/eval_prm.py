@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from pcr_ray.config import cache_dir
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
+from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
+from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 
 CONFIG_NAME = "make_pairs"
@@ -31,11 +31,12 @@ def default_pairs_dir() -> Path:
 
 
 def _pair_config(cfg: Mapping[str, Any]) -> PairConfig:
-    return PairConfig(csp_per_kind=int(cfg.get("csp_per_kind", 2)), random_per_kind=int(cfg.get("random_per_kind", 1)),
-                      search_per_kind=int(cfg.get("search_per_kind") or 0),
-                      kinds=tuple(cfg.get("kinds") or PairConfig().kinds), seed=int(cfg.get("seed", 0)),
-                      split_fractions=tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1)),  # type: ignore[arg-type]
-                      rel_tol=float(cfg.get("rel_tol", 1e-3)), max_steps=int(cfg.get("max_steps", 32)))
+    """The pair-making settings of a checked make_pairs config (every key present; defaults in make_pairs.yaml)."""
+    return PairConfig(csp_per_kind=int(cfg["csp_per_kind"]), random_per_kind=int(cfg["random_per_kind"]),
+                      search_per_kind=int(cfg["search_per_kind"] or 0),
+                      kinds=tuple(cfg["kinds"] or PairConfig().kinds), seed=int(cfg["seed"]),
+                      split_fractions=tuple(cfg["split_fractions"]),  # type: ignore[arg-type]
+                      rel_tol=float(cfg["rel_tol"]), max_steps=int(cfg["max_steps"]))
 
 
 def pairs_batch(batch: Any, pair_cfg: PairConfig) -> Any:

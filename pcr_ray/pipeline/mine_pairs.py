@@ -30,11 +30,12 @@ CONFIG_NAME = "mine_pairs"
 
 
 def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
-    kw: dict[str, Any] = {"per_problem": int(cfg.get("per_problem", 4)), "cap": int(cfg.get("cap", 48)),
-                          "seed": int(cfg.get("seed", 0)), "rel_tol": float(cfg.get("rel_tol", 1e-3)),
-                          "split_fractions": tuple(cfg.get("split_fractions") or (0.8, 0.1, 0.1)),
-                          "positions": str(cfg.get("positions", "end")),
-                          "prefixes_per_problem": int(cfg.get("prefixes_per_problem") or 0)}
+    """The mining settings of a checked mine_pairs config (every key present; defaults in mine_pairs.yaml)."""
+    kw: dict[str, Any] = {"per_problem": int(cfg["per_problem"]), "cap": int(cfg["cap"]),
+                          "seed": int(cfg["seed"]), "rel_tol": float(cfg["rel_tol"]),
+                          "split_fractions": tuple(cfg["split_fractions"]),
+                          "positions": str(cfg["positions"]),
+                          "prefixes_per_problem": int(cfg["prefixes_per_problem"] or 0)}
     if cfg.get("generators") is not None:
         kw["generators"] = {str(k): dict(v) for k, v in dict(cfg["generators"]).items()}
     return MineConfig(**kw)

@@ -453,11 +453,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.methods = [m for m in args.methods.split(",") if m]
     if args.out is None:
-        from pcr_ray.config import runs_dir
+        from pcr_ray.paths import runs_dir
 
         args.out = str(runs_dir() / "reproduce" / args.scale)
     if args.scale == "paper":
-        from pcr_ray.config import cache_dir
+        from pcr_ray.paths import cache_dir
 
         for kind in ("csp", "random"):
             if getattr(args, f"checkpoint_{kind}") is None:

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
+from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.config import cache_dir
+from pcr_ray.paths import cache_dir
 from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
 # problems for the quick training: physics with seeds far from the evaluation sets' (0, 1, ...), GSM8K train

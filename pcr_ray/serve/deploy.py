@@ -287,7 +287,7 @@ def main(argv: list[str]) -> int:
     import hydra
     from omegaconf import DictConfig, OmegaConf
 
-    from pcr_ray.config import conf_dir
+    from pcr_ray.paths import conf_dir
 
     result = {"rc": 0}
 
