@@ -87,6 +87,18 @@ def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:
     return p
 
 
+def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
+    """Before Ray starts: a pyexec method with `baselines.sandbox=bwrap` needs a working bubblewrap here.
+
+    Raises pcr_ray.baselines.confine.SandboxUnavailable (how to install it, or how to opt out) when it is missing,
+    so the run stops at once instead of erroring every pyexec row on the workers.
+    """
+    from pcr_ray.baselines.confine import check_mode, require_bwrap
+
+    if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines.get("sandbox", "bwrap"))) == "bwrap":
+        require_bwrap()
+
+
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
              progress: bool | None = None) -> Path:
     """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
@@ -106,6 +118,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
                           _plain(cfg.get("method_overrides")) or {}, _plain(cfg.get("method_prms")) or {})
     search_source_overrides = _plain(cfg.get("search_source_overrides")) or {}
     check_search_configs(specs, _plain(cfg.search), search_source_overrides)
+    check_sandbox(specs, _plain(cfg.baselines) or {})
     problems = load_problems(_plain(cfg.dataset))
     items, n_done = pending_items(problems, specs, out, resume=bool(pcfg["resume"]),
                                   retry_errors=bool(pcfg["retry_errors"]))

@@ -195,3 +195,20 @@ def test_sandbox_setting_is_in_the_configs() -> None:
 def test_signal_exit_codes_are_read_back() -> None:
     r = run_program(f"import os\nos.kill(os.getpid(), {int(signal.SIGXCPU)})", NO_HOOK)
     assert r.returncode == -signal.SIGXCPU and r.failure == "cpu"
+
+
+def test_evaluate_refuses_pyexec_without_bwrap_before_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pcr_ray.evaluate as ev
+    from pcr_ray.pipeline.evaluate_pipeline import parse_methods
+
+    def no_ray(*a, **k):
+        raise AssertionError("evaluate started Ray before refusing")
+
+    monkeypatch.setattr(ev, "init_ray", no_ray)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on PATH
+    cfg = ev.compose_config(["experiment=smoke", "methods=[pyexec]", "dataset.limit=1"])
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        ev.evaluate(cfg, tmp_path / "run")
+    assert not (tmp_path / "run" / "results.parquet").exists()
+    ev.check_sandbox(parse_methods(["pyexec"], {}, {}, {}), {"sandbox": "unconfined"})  # allowed (warns at run time)
+    ev.check_sandbox(parse_methods(["nsprm"], {}, {}, {}), {"sandbox": "bwrap"})  # no pyexec: no bwrap needed
