@@ -66,20 +66,23 @@ def test_help():
 
 @pytest.mark.slow
 def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path):
+    # three of the steps, for time: the ablation steps are plain evaluate runs, which test_experiments runs
     cks = {k: tiny_checkpoint(tmp_path / f"prm_{k}", k) for k in ("csp", "random")}
+    ran = ("table", "first_error", "givens")
     argv = ["reproduce", "--out", str(tmp_path / "run"), "--problems", "2", "--methods", "nsprm,prm_only,verifier_only",
-            "--checkpoint-csp", str(cks["csp"]), "--checkpoint-random", str(cks["random"])]
+            "--checkpoint-csp", str(cks["csp"]), "--checkpoint-random", str(cks["random"]), "--steps", ",".join(ran)]
     first = subprocess.run([sys.executable, "-m", "pcr_ray.cli", *argv], cwd=REPO, capture_output=True, text=True,
                            timeout=1500)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     run = tmp_path / "run"
     rep = json.loads((run / "reproduction.json").read_text())
-    assert all(s["done"] for s in rep["steps"].values())
+    assert {n for n, s in rep["steps"].items() if s["done"]} == set(ran)
     rows = [r for c in rep["claims"] for r in c["rows"]]
     labels = {r["label"] for r in rows}
-    for want in ("Table 1 Acc@1, NS-PRM, physics", "NS-PRM Acc@1 at verifier coverage 0.5",
-                 "first-error benchmark F1, verifier+prm", "SciBench physics: problems with givens extracted"):
+    for want in ("Table 1 Acc@1, NS-PRM, physics", "first-error benchmark F1, verifier+prm",
+                 "SciBench physics: problems with givens extracted"):
         assert want in labels, sorted(labels)
+    assert any(r["ours"] is None and r["step"] == "coverage_1.0" for r in rows)  # not run: reported as not measured
     for r in rows:
         if r["k"] is not None and r["n"]:
             lo, hi = r["ci95"]
@@ -91,4 +94,7 @@ def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path
         assert shlex.split(s["command"])  # a command one can paste
     again = subprocess.run([sys.executable, "-m", "pcr_ray.cli", *argv], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
-    assert again.returncode == 0 and again.stdout.count("skipped") == len(rep["steps"])
+    assert again.returncode == 0 and again.stdout.count("skipped") == len(ran)
+    bad = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", "--out", str(run), "--steps", "tabel"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown step(s) ['tabel']" in bad.stderr

@@ -435,6 +435,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--checkpoint-csp", default=None, help="the CSP PRM (default: the cached quick one, trained if "
                     "missing; paper scale: $PCR_RAY_CACHE/prm/deberta_csp)")
     ap.add_argument("--checkpoint-random", default=None, help="the random-negatives PRM (default as --checkpoint-csp)")
+    ap.add_argument("--steps", default="", help="comma-separated step names (as --dry-run prints them) to run; "
+                    "the others are left as they are and the report covers what is done (default: every step)")
     ap.add_argument("--dry-run", action="store_true", help="print the steps (and which are done), run nothing")
     ap.add_argument("--report-only", action="store_true", help="write the report from what is done, run nothing")
     ap.add_argument("--measure-givens", default=None, metavar="JSON", help=argparse.SUPPRESS)
@@ -468,9 +470,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"pcr-ray reproduce: {exc}", file=sys.stderr)
         return 2
+    wanted = [n for n in args.steps.split(",") if n]
+    unknown = sorted(set(wanted) - {s.name for s in steps})
+    if unknown:
+        print(f"pcr-ray reproduce: unknown step(s) {unknown}; the steps are {[s.name for s in steps]}",
+              file=sys.stderr)
+        return 2
     rc = 0
     if not args.report_only:
-        rc = run_recipe(steps, dry_run=args.dry_run, label="reproduce")
+        rc = run_recipe([s for s in steps if not wanted or s.name in wanted], dry_run=args.dry_run,
+                        label="reproduce")
     if args.dry_run:
         return rc
     out.mkdir(parents=True, exist_ok=True)
