@@ -70,3 +70,17 @@ def test_modulo_by_zero_in_a_trace_is_a_plain_rejection() -> None:
              "answer": [{"name": "y", "unit": "dimensionless"}]}
     v = verify(trace)
     assert not v.ok and "evaluation failed" not in v.diagnostics[0].message, v.diagnostics
+
+
+# Found (atheris, expr target, 30 s libFuzzer timeouts): a SymPy expression with an unknown left in it, raised to a
+# large power ('ln(b-999999)××1000'), made sympy.N run for minutes. sympy_value now refuses an open expression.
+@pytest.mark.parametrize("text", ["ln(b-999999)××1000", "ln(b-999999)××999", "(x+1)**999"])
+def test_an_open_expression_has_no_value_quickly(text: str) -> None:
+    from pcr_ray.core.primitives.expr import sympy_value, to_sympy
+    from pcr_ray.core.primitives.registry import DomainError
+
+    t0 = time.perf_counter()
+    with pytest.raises(DomainError, match="unknowns"):
+        sympy_value(to_sympy(text))
+    assert time.perf_counter() - t0 < 2.0
+    assert sympy_value(to_sympy("ln(8)**2")) == pytest.approx(4.3241, rel=1e-4)  # a closed one still has its value

@@ -327,7 +327,11 @@ def to_sympy(text: str) -> sympy.Expr:
 
 
 def sympy_value(expr: sympy.Expr) -> float:
-    """A real float from a closed SymPy expression, or DomainError (complex, infinite, undefined)."""
+    """A real float from a closed SymPy expression, or DomainError (complex, infinite, undefined, free symbols)."""
+    free = getattr(expr, "free_symbols", None)
+    if free:  # sympy.N of an open expression can run for minutes (log(b - 999999)**1000)
+        names = ", ".join(sorted(str(s) for s in free))
+        raise DomainError(f"the expression still has unknowns ({names}): no value")
     try:
         val = complex(sympy.N(expr, 20))
     except (TypeError, ValueError, ZeroDivisionError):
