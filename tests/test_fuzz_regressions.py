@@ -84,3 +84,13 @@ def test_an_open_expression_has_no_value_quickly(text: str) -> None:
         sympy_value(to_sympy(text))
     assert time.perf_counter() - t0 < 2.0
     assert sympy_value(to_sympy("ln(8)**2")) == pytest.approx(4.3241, rel=1e-4)  # a closed one still has its value
+
+
+# Found (atheris, expr target): 'acos(sin(1e308))-1001' made SymPy fail inside its own cache wrapper
+# (AttributeError: 'LazyExceptionMessage' object has no attribute 'startswith'); to_sympy now says ExprError.
+def test_sympy_internal_failures_are_an_expression_error() -> None:
+    from pcr_ray.core.primitives.expr import ExprError, to_sympy
+
+    with pytest.raises(ExprError, match="SymPy cannot build"):
+        to_sympy("acos(sin(1e308))-1001")
+    assert str(to_sympy("acos(sin(0))-1")) == "-1 + pi/2"

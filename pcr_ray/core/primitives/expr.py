@@ -324,6 +324,8 @@ def to_sympy(text: str) -> sympy.Expr:
         return _sym(parsed.ir)
     except ZeroDivisionError:  # SymPy evaluates constant parts as it builds: 'x % (2 - 2)' is Mod(x, 0)
         raise _fail("modulo or division by zero") from None
+    except (TypeError, AttributeError, ValueError, OverflowError):  # SymPy's own failures on extreme constants
+        raise _fail("SymPy cannot build this expression (a constant out of range?)") from None
 
 
 def sympy_value(expr: sympy.Expr) -> float:
