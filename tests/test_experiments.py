@@ -6,6 +6,8 @@ experiment (a vLLM generator or GPU actors) composes and builds its configs only
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,40 @@ def test_every_cpu_experiment_runs_on_two_problems(experiment, point, ray_sessio
     assert len(rows) == 2 * len(cfg.methods)
     assert not [r["error"] for r in rows if r["error"]]
     assert all(r["answered"] or r["flagged"] for r in rows)
+    step = reproduce_step_name(experiment, point)
+    if step:  # keep the metrics where `pcr-ray reproduce` would have written them, for its report readers below
+        REPRO_DIR.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(out, REPRO_DIR / step, dirs_exist_ok=True)
+
+
+REPRO_DIR = Path(tempfile.mkdtemp(prefix="pcr-ray-repro-readers-"))
+
+
+def reproduce_step_name(experiment: str, point: list[str]) -> str | None:
+    """The reproduce step an experiment run stands for (csp_ablation_<kind>, coverage_<c>), else None."""
+    if experiment == "csp_ablation":
+        return "csp_ablation_" + ("random" if any(x.endswith("minilm_random") for x in point) else "csp")
+    if experiment == "coverage_ablation" and point[0].split("=")[1] in ("0.5", "1.0"):
+        return f"coverage_{point[0].split('=')[1]}"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_reproduce_readers_read_the_real_ablation_outputs():
+    """csp_claims and coverage_claims turn the ablation runs above into rows with counts (runs after them)."""
+    from pcr_ray.pipeline.reproduce import coverage_claims, csp_claims
+
+    steps = {"csp_ablation_csp", "csp_ablation_random", "coverage_0.5", "coverage_1.0"}
+    if not steps <= {p.name for p in REPRO_DIR.iterdir()}:
+        pytest.skip("the ablation runs above did not run in this session (select them too)")
+    cov = coverage_claims(REPRO_DIR)
+    assert [r["step"] for r in cov[:2]] == ["coverage_0.5", "coverage_1.0"]
+    assert all(r["n"] == 2 and r["k"] is not None and 0 <= r["k"] <= 2 for r in cov[:2])
+    assert cov[2]["unit"] == "points" and cov[3]["unit"] == "x" and cov[3]["ours"] is not None and cov[3]["ours"] > 0
+    csp = csp_claims(REPRO_DIR)
+    search_rows = [r for r in csp if r["step"].startswith("csp_ablation_")]
+    assert [r["step"] for r in search_rows] == ["csp_ablation_csp", "csp_ablation_random", "csp_ablation_random"]
+    assert search_rows[0]["n"] == 2 and search_rows[2]["unit"] == "points"
+    # eval-prm did not run here: those rows say so instead of failing
+    assert [r["how"] for r in csp if r["step"] == "eval_prm_csp"] == ["step not run"]
