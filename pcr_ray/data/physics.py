@@ -1216,7 +1216,8 @@ def _t_lens_chain(b: _Build) -> str:
 # ---------------------------------------------------------------- conditions (the 'assumption' mix)
 # Each problem states a condition (air resistance, heat loss, efficiency, friction) carried by a given that the
 # solution must use; leaving it out still gives a dimensionally valid, plausible, wrong answer. Chains of 3 or 4
-# steps, short enough for the CPU search to reach.
+# steps, short enough for the CPU search to reach, and no distractor: the one given a trace may leave unused is the
+# condition.
 
 @template("drag_fall_speed", "energy", assumptions={"air resistance": ["W_drag"]}, core=False)
 def _t_drag_fall(b: _Build) -> str:
@@ -1232,7 +1233,7 @@ def _t_drag_fall(b: _Build) -> str:
     v = b.step("speed_from_kinetic_energy", "v", "m/s", math.sqrt(2 * ke_si / b.si[m]), ke=ke, m=m)
     _, ph = b.ask(v, ("m/s", "km/h"))
     return (f"A {mt} ball is dropped from rest from a height of {ht}. Air resistance takes {wdt} of its mechanical "
-            f"energy during the fall.{b.distract(_pool(b))} How fast is it moving just before it lands, {ph}?")
+            f"energy during the fall. How fast is it moving just before it lands, {ph}?")
 
 
 @template("heater_heat_loss", "thermodynamics", assumptions={"heat loss": ["P_loss"]}, core=False)
@@ -1249,7 +1250,7 @@ def _t_heater_loss(b: _Build) -> str:
     t = b.step("div", "t", "s", q_si / (b.si[p] - b.si[pl]), x=q, y=pn)
     _, ph = b.ask(t, ("minute", "s"))
     return (f"A {pt} immersion heater warms {mt} of water by {dtt}. While it heats, the water loses heat to the "
-            f"room at a steady {plt}.{b.distract(_pool(b))} How long does the warming take {ph}?")
+            f"room at a steady {plt}. How long does the warming take {ph}?")
 
 
 @template("winch_efficiency_time", "energy", assumptions={"efficiency": ["eta"]}, core=False)
@@ -1265,7 +1266,7 @@ def _t_winch_time(b: _Build) -> str:
     po = b.step("useful_output", "P_out", "W", b.si[eta] * b.si[p], eta=eta, e_in=p)
     t = b.step("div", "t", "s", e_si / (b.si[eta] * b.si[p]), x=e, y=po)
     _, ph = b.ask(t, ("s", "minute"))
-    return (f"An electric winch draws {pt} from the mains and has an efficiency of {etat}.{b.distract(_pool(b))} "
+    return (f"An electric winch draws {pt} from the mains and has an efficiency of {etat}. "
             f"How long does it take to raise a {mt} load by {ht} at constant speed, {ph}?")
 
 
@@ -1283,7 +1284,7 @@ def _t_friction_pull(b: _Build) -> str:
     d = b.step("kin_displacement", "d", "m", 0.5 * a_si * b.si[t] ** 2, v0=v0, a=a, t=t)
     _, ph = b.ask(d, ("m", "cm") if a_si * b.si[t] ** 2 < 2 else "m")
     return (f"A {mt} sled starts from rest and is pulled across level snow by a horizontal force of {ft}. Kinetic "
-            f"friction opposes the motion with a force of {frt}.{b.distract(_pool(b))} How far does the sled "
+            f"friction opposes the motion with a force of {frt}. How far does the sled "
             f"travel in {tt}, {ph}?")
 
 
@@ -1301,7 +1302,7 @@ def _t_pump_power(b: _Build) -> str:
     pi = b.step("div", "P_in", "W", e_si / b.si[t] / b.si[eta], x=po, y=eta)
     _, ph = b.ask(pi, ("W", "kW"))
     return (f"A pump with an efficiency of {etat} lifts {mt} of water {ht} up into a tank in {tt}."
-            f"{b.distract(_pool(b))} What electrical power does the pump draw {ph}?")
+            f" What electrical power does the pump draw {ph}?")
 
 
 @template("heater_efficiency_warming", "thermodynamics", assumptions={"efficiency": ["eta"]}, core=False)
@@ -1319,7 +1320,7 @@ def _t_heater_eff(b: _Build) -> str:
                 c=c)
     _, ph = b.ask(dt, "K")
     return (f"A {pt} heater with an efficiency of {etat} runs for {tt} in a tank holding {mt} of water."
-            f"{b.distract(_pool(b))} By how much does the water temperature rise, {ph}?")
+            f" By how much does the water temperature rise, {ph}?")
 
 
 # ---------------------------------------------------------------- generation
