@@ -223,23 +223,35 @@ def test_the_assumption_row_reads_the_conditions_results(tmp_path):
 
     from pcr_ray.pipeline import reproduce
 
-    rows = [  # prm_only makes 3 assumption errors; nsprm avoids 2 of them (one right, one another error type)
-        ("a", "prm_only", False, "assumption"), ("a", "nsprm", True, ""),
-        ("b", "prm_only", False, "assumption"), ("b", "nsprm", False, "formula_misuse"),
-        ("c", "prm_only", False, "assumption"), ("c", "nsprm", False, "assumption"),
-        ("d", "prm_only", False, "unit"), ("d", "nsprm", False, "assumption"),
+    p = _friction_problem()
+    out = json.dumps(_without_friction(p))
+    bad = _without_friction(p)
+    bad["steps"][0]["out"]["unit"] = "m/s"  # rejected by the verifier (a unit error first) and leaves mu out
+    used = copy.deepcopy(p.gold_trace)
+    used["steps"][3] = {"op": "add", "args": {"x": "F_app", "y": "f_k"}, "out": {"name": "F_net", "unit": "N"}}
+    gold, bad, used = json.dumps(p.gold_trace), json.dumps(bad), json.dumps(used)
+    rows = [  # prm_only: 3 assumption errors, NS-PRM avoids 2 (right on a, uses mu on b); d leaves mu out too
+        ("a", "prm_only", False, "assumption", out), ("a", "nsprm", True, "", gold),
+        ("b", "prm_only", False, "assumption", out), ("b", "nsprm", False, "formula_misuse", used),
+        ("c", "prm_only", False, "assumption", out), ("c", "nsprm", False, "assumption", out),
+        ("d", "prm_only", False, "unit", bad), ("d", "nsprm", False, "assumption", out),
+        ("e", "prm_only", False, "no_answer", ""), ("e", "nsprm", False, "no_answer", ""),
     ]
     (tmp_path / "conditions").mkdir()
-    pq.write_table(pa.Table.from_pylist([dict(zip(("problem_id", "method", "correct", "error_type"), r,
-                                                  strict=True)) for r in rows]),
+    keys = ("problem_id", "method", "correct", "error_type", "trace_json")
+    pq.write_table(pa.Table.from_pylist([{**dict(zip(keys, r, strict=True)), "gold_trace_json": gold} for r in rows]),
                    tmp_path / "conditions" / "results.parquet")
-    claims = reproduce.error_type_claims(tmp_path)
-    row = next(r for r in claims if r["label"].endswith(": assumption"))
+    claims = {r["label"]: r for r in reproduce.error_type_claims(tmp_path)}
+    row = claims["error type NS-PRM removes vs PRM-only: assumption"]
     assert (row["k"], row["n"], row["ours"], row["paper"], row["step"]) == (2, 3, 66.7, "41.0", "conditions")
-    share = {r["label"]: (r["k"], r["n"]) for r in claims if r["label"].startswith("assumption errors among")}
-    assert share == {"assumption errors among PRM-only's wrong answers, condition problems": (3, 4),
-                     "assumption errors among NS-PRM's wrong answers, condition problems": (2, 3)}
+    anytype = claims["condition left out (any error type): NS-PRM removes vs PRM-only"]
+    assert (anytype["k"], anytype["n"]) == (2, 4)
+    share = {label: (r["k"], r["n"]) for label, r in claims.items() if "condition problems" in label}
+    assert share == {"PRM-only's wrong answers, condition problems: assumption errors": (3, 5),
+                     "PRM-only's wrong answers, condition problems: condition left out": (4, 5),
+                     "NS-PRM's wrong answers, condition problems: assumption errors": (2, 4),
+                     "NS-PRM's wrong answers, condition problems: condition left out": (2, 4)}
     # the unit and formula rows still come from the table step (not run here)
-    assert [r["how"] for r in claims if r["step"] == "table"] == ["step not run", "step not run"]
+    assert [r["how"] for r in claims.values() if r["step"] == "table"] == ["step not run", "step not run"]
     missing = reproduce.error_type_claims(tmp_path / "nothing")
     assert [r["how"] for r in missing if r["step"] == "conditions"] == ["step not run"]

@@ -319,13 +319,21 @@ def coverage_claims(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _result_rows(path: Path) -> dict[tuple[str, str], dict[str, Any]] | None:
-    """{(problem_id, method): row} of a results.parquet (its correct and error_type columns); None when absent."""
+def _result_rows(path: Path, traces: bool = False) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """{(problem_id, method): row} of a results.parquet (its correct and error_type columns, and with `traces` a
+    `left_out` flag: a wrong answer whose trace leaves out a condition its problem states); None when absent."""
     if not path.exists():
         return None
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path, columns=["problem_id", "method", "correct", "error_type"]).to_pylist()
+    from pcr_ray.pipeline.metrics import ignored_conditions
+
+    cols = ["problem_id", "method", "correct", "error_type"]
+    rows = pq.read_table(path, columns=cols + (["trace_json", "gold_trace_json"] if traces else [])).to_pylist()
+    for r in rows:
+        if traces:
+            pred, gold = (json.loads(r.pop(k) or "null") for k in ("trace_json", "gold_trace_json"))
+            r["left_out"] = bool(not r["correct"] and pred and gold and ignored_conditions(pred, gold))
     return {(r["problem_id"], r["method"]): r for r in rows}
 
 
@@ -351,20 +359,32 @@ def error_type_claims(out: Path) -> list[dict[str, Any]]:
                                      f"{paper}", "table", "step not run"))
         else:
             out_rows.append(_removed(table, etype, paper, "table", "the Table 1 problems"))
-    cond = _result_rows(out / "conditions" / "results.parquet")
+    cond = _result_rows(out / "conditions" / "results.parquet", traces=True)
     if cond is None:
         out_rows.append(_missing("error type NS-PRM removes vs PRM-only: assumption",
                                  f"{PAPER_ERROR_REMOVED['assumption']}", "conditions", "step not run"))
         return out_rows
     out_rows.append(_removed(cond, "assumption", PAPER_ERROR_REMOVED["assumption"], "conditions",
                              "generated physics problems that state a condition"))
+    # the same with a condition left out counted whatever the row's first error type (a PRM-only trace the
+    # verifier rejects is a unit error first, and may leave the condition out as well)
+    base = [pid for (pid, m), r in cond.items() if m == "prm_only" and r["left_out"] and (pid, "nsprm") in cond]
+    out_rows.append(_prop("condition left out (any error type): NS-PRM removes vs PRM-only",
+                          sum(not cond[(pid, "nsprm")]["left_out"] for pid in base), len(base),
+                          f"{PAPER_ERROR_REMOVED['assumption']}", "conditions",
+                          "PRM-only's wrong answers that leave out a stated condition on which NS-PRM does not / "
+                          "those answers"))
     for m in ("prm_only", "nsprm"):
         wrong = [r for (_, mm), r in cond.items() if mm == m and not r["correct"]]
         if wrong:
-            out_rows.append(_prop(f"assumption errors among {METHOD_NAMES[m]}'s wrong answers, condition problems",
+            out_rows.append(_prop(f"{METHOD_NAMES[m]}'s wrong answers, condition problems: assumption errors",
                                   sum(r["error_type"] == "assumption" for r in wrong), len(wrong), "-",
-                                  "conditions", "wrong answers whose trace never uses a stated condition's given / "
-                                  "wrong answers"))
+                                  "conditions", "wrong answers whose first error is a stated condition left out / "
+                                  "wrong answers (no answer included)"))
+            out_rows.append(_prop(f"{METHOD_NAMES[m]}'s wrong answers, condition problems: condition left out",
+                                  sum(r["left_out"] for r in wrong), len(wrong), "-", "conditions",
+                                  "wrong answers whose trace leaves out a stated condition, any error type / "
+                                  "wrong answers (no answer included)"))
     return out_rows
 
 
