@@ -101,9 +101,10 @@ def compare_with_gold(pred: dict, gold: dict) -> tuple[str, str]:
 def _answer_inputs(trace: dict) -> tuple[set[str], list[float]]:
     """The variable names the answer depends on (through the steps, transitively) and the numeric literals
     of the steps it depends on."""
-    by_out = {s["out"]["name"]: s for s in trace.get("steps", []) if isinstance(s, dict) and isinstance(
-        s.get("out"), dict)}
-    todo = [a.get("name") for a in trace.get("answer", []) if isinstance(a, dict)]
+    steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
+    answer = trace.get("answer") if isinstance(trace.get("answer"), list) else []
+    by_out = {s["out"].get("name"): s for s in steps if isinstance(s, dict) and isinstance(s.get("out"), dict)}
+    todo = [a.get("name") for a in answer if isinstance(a, dict)]
     seen: set[str] = set()
     literals: list[float] = []
     while todo:
@@ -114,7 +115,8 @@ def _answer_inputs(trace: dict) -> tuple[set[str], list[float]]:
         step = by_out.get(name)
         if step is None:
             continue
-        for v in (step.get("args") or {}).values():
+        args = step.get("args")
+        for v in (args.values() if isinstance(args, dict) else ()):
             if isinstance(v, str):
                 todo.append(v)
             elif isinstance(v, (int, float)) and not isinstance(v, bool):
