@@ -10,6 +10,7 @@ problems in the same run; the first is the reference. Writes benchmarks/results/
 
     .venv/bin/python benchmarks/bench_enum_coverage.py --seeds 101 202 303 404 --per-seed 200 \
         --setting cap=48 --setting cap=96 --setting cap=48,head_share=0.9
+    .venv/bin/python benchmarks/bench_enum_coverage.py --mix assumption --max-gold-steps 8 --setting cap=24
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[101, 202, 303, 404], help="physics generator seeds")
     ap.add_argument("--per-seed", type=int, default=100, help="problems per seed")
     ap.add_argument("--max-gold-steps", type=int, default=4)
+    ap.add_argument("--mix", default="core", help="physics template mix: core, assumption or all (docs/data.md)")
     ap.add_argument("--setting", action="append", default=None,
                     help="enumerator options, e.g. cap=96,head_share=0.9 (repeatable; "
                          f"keys {sorted(SETTING_KEYS)}; default: cap=48 and cap=96)")
@@ -62,7 +64,7 @@ def main() -> None:
     settings = [parse_setting(s) for s in (args.setting or ["cap=48", "cap=96"])]
     problems = []
     for seed in args.seeds:
-        pool = [p for p in generate_problems(6 * args.per_seed, seed=seed)
+        pool = [p for p in generate_problems(6 * args.per_seed, seed=seed, mix=args.mix)
                 if p.gold_steps and p.gold_steps <= args.max_gold_steps]
         problems += pool[: args.per_seed]
     rows = [p.to_dict() for p in problems]

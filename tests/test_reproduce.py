@@ -31,8 +31,8 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
 
     steps = _steps("--scale", scale, "--out", str(tmp_path))
     names = [s.name for s in steps]
-    assert {"table", "csp_ablation_csp", "csp_ablation_random", "coverage_0.5", "coverage_1.0", "pairs",
-            "eval_prm_csp", "eval_prm_random", "first_error", "givens"} <= set(names)
+    assert {"table", "csp_ablation_csp", "csp_ablation_random", "coverage_0.5", "coverage_1.0", "conditions",
+            "pairs", "eval_prm_csp", "eval_prm_random", "first_error", "givens"} <= set(names)
     for s in steps:
         assert str(tmp_path) in str(s.done_when) or scale == "paper"
         argv = list(s.argv)
@@ -44,9 +44,13 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
             assert cfg.search.verifier_coverage == 0.5
             if scale == "cpu":
                 assert cfg.generator.verifier_coverage == 0.5
+        if s.name == "conditions":  # generated physics problems that state a condition (the assumption row)
+            assert [(d["name"], d["kwargs"]["mix"]) for d in cfg.dataset.sources] == [("physics", "assumption")]
+            assert list(cfg.methods) == ["nsprm", "prm_only"]
         if scale == "paper":
             assert cfg.generator.kind == "vllm" and cfg.search.beam_width == 8
-            assert {s["name"] for s in cfg.dataset.sources} == {"gsm8k_test", "math500"}
+            if s.name != "conditions":
+                assert {s["name"] for s in cfg.dataset.sources} == {"gsm8k_test", "math500"}
 
 
 def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):

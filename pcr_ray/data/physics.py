@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,19 +140,32 @@ class _Build:
 
 @dataclass(frozen=True, slots=True)
 class Template:
-    """A named problem template of one topic; `make(build)` writes the text and fills the trace."""
+    """A named problem template of one topic; `make(build)` writes the text and fills the trace.
+
+    `assumptions` maps each condition the problem states (friction, air resistance, heat loss, efficiency) to
+    the givens that carry it, which a correct solution must use; `core` is False for the templates outside the
+    default mix (see MIXES).
+    """
 
     name: str
     topic: str
     make: Callable[[_Build], str]
+    assumptions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    core: bool = True
 
 
 TEMPLATES: list[Template] = []
 
+# Which templates generate_problems draws from: 'core' (the default, the original set), 'assumption' (every
+# template whose problem states a condition the solution must use), 'all' (both).
+MIXES: tuple[str, ...] = ("core", "assumption", "all")
 
-def template(name: str, topic: str) -> Callable[[Callable[[_Build], str]], Callable[[_Build], str]]:
+
+def template(name: str, topic: str, assumptions: Mapping[str, Sequence[str]] | None = None, core: bool = True
+             ) -> Callable[[Callable[[_Build], str]], Callable[[_Build], str]]:
     def deco(fn: Callable[[_Build], str]) -> Callable[[_Build], str]:
-        TEMPLATES.append(Template(name, topic, fn))
+        conds = {str(k): tuple(v) for k, v in (assumptions or {}).items()}
+        TEMPLATES.append(Template(name, topic, fn, conds, core))
         return fn
     return deco
 
@@ -367,7 +380,7 @@ def _t_sprint(b: _Build) -> str:
             f"{ph}?")
 
 
-@template("ski_slope_runout", "kinematics")
+@template("ski_slope_runout", "kinematics", assumptions={"friction": ["mu"]})
 def _t_ski(b: _Build) -> str:
     r = b.rng
     h, ht = b.q("h", r.randint(5, 40), "m", "height of the slope")
@@ -408,7 +421,7 @@ def _t_newton_force(b: _Build) -> str:
     ])
 
 
-@template("friction_accel", "dynamics")
+@template("friction_accel", "dynamics", assumptions={"friction": ["mu"]})
 def _t_friction_accel(b: _Build) -> str:
     r = b.rng
     m, mt = b.q("m", r.randint(2, 30), "kg", "mass")
@@ -425,7 +438,7 @@ def _t_friction_accel(b: _Build) -> str:
             f"kinetic friction is {mut}.{b.distract(_pool(b))} What is the crate's acceleration {ph}?")
 
 
-@template("incline_slide", "dynamics")
+@template("incline_slide", "dynamics", assumptions={"friction": ["mu"]})
 def _t_incline(b: _Build) -> str:
     r = b.rng
     th, tht = b.q("theta", math.radians(r.choice([25, 30, 35, 40, 45])), "degree", "incline angle")
@@ -616,7 +629,7 @@ def _t_spring_launch(b: _Build) -> str:
             f"{b.distract(_pool(b))} Ignoring air resistance, how high does the ball rise {ph}?")
 
 
-@template("friction_stop_work", "energy")
+@template("friction_stop_work", "energy", assumptions={"friction": ["mu"]})
 def _t_friction_work(b: _Build) -> str:
     r = b.rng
     m, mt = b.q("m", r.randint(2, 20), "kg", "mass")
@@ -986,7 +999,7 @@ def _t_kettle(b: _Build) -> str:
             f"take {ph}?{b.distract(_pool(b))}")
 
 
-@template("kettle_cost", "thermodynamics")
+@template("kettle_cost", "thermodynamics", assumptions={"efficiency": ["eta"]})
 def _t_kettle_cost(b: _Build) -> str:
     r = b.rng
     m, mt = b.q("m", r.randint(500, 2000) / 1000, ("g", "kg"), "water mass per boil")
@@ -1200,6 +1213,116 @@ def _t_lens_chain(b: _Build) -> str:
             f"lens?")
 
 
+# ---------------------------------------------------------------- conditions (the 'assumption' mix)
+# Each problem states a condition (air resistance, heat loss, efficiency, friction) carried by a given that the
+# solution must use; leaving it out still gives a dimensionally valid, plausible, wrong answer. Chains of 3 or 4
+# steps, short enough for the CPU search to reach, and no distractor: the one given a trace may leave unused is the
+# condition.
+
+@template("drag_fall_speed", "energy", assumptions={"air resistance": ["W_drag"]}, core=False)
+def _t_drag_fall(b: _Build) -> str:
+    r = b.rng
+    m, mt = b.q("m", r.randint(2, 40) / 10, ("kg", "g"), "mass")
+    h, ht = b.q("h", r.randint(10, 60), "m", "drop height")
+    g = b.const("g")
+    pe_si = b.si[m] * b.si[g] * b.si[h]
+    wd, wdt = b.q("W_drag", pe_si * r.choice([0.15, 0.2, 0.25, 0.3, 0.4]), "J", "energy lost to air resistance")
+    ke_si = pe_si - b.si[wd]
+    pe = b.step("potential_energy", "PE", "J", pe_si, m=m, g=g, h=h)
+    ke = b.step("sub", "KE", "J", ke_si, x=pe, y=wd)
+    v = b.step("speed_from_kinetic_energy", "v", "m/s", math.sqrt(2 * ke_si / b.si[m]), ke=ke, m=m)
+    _, ph = b.ask(v, ("m/s", "km/h"))
+    return (f"A {mt} ball is dropped from rest from a height of {ht}. Air resistance takes {wdt} of its mechanical "
+            f"energy during the fall. How fast is it moving just before it lands, {ph}?")
+
+
+@template("heater_heat_loss", "thermodynamics", assumptions={"heat loss": ["P_loss"]}, core=False)
+def _t_heater_loss(b: _Build) -> str:
+    r = b.rng
+    p, pt = b.q("P", r.choice([1000, 1500, 2000, 2500, 3000]), ("W", "kW"), "heater power")
+    m, mt = b.q("m", r.randint(5, 30) / 10, ("kg", "g"), "water mass")
+    dt, dtt = b.q("dT", r.randint(10, 60), "K", "temperature rise")
+    pl, plt = b.q("P_loss", b.si[p] * r.choice([0.15, 0.2, 0.25, 0.3]), "W", "heat lost to the room")
+    c = b.const("c_water")
+    q_si = b.si[m] * CONSTANTS["c_water"][0] * b.si[dt]
+    q = b.step("heat", "Q", "J", q_si, m=m, c=c, delta_t=dt)
+    pn = b.step("sub", "P_net", "W", b.si[p] - b.si[pl], x=p, y=pl)
+    t = b.step("div", "t", "s", q_si / (b.si[p] - b.si[pl]), x=q, y=pn)
+    _, ph = b.ask(t, ("minute", "s"))
+    return (f"A {pt} immersion heater warms {mt} of water by {dtt}. While it heats, the water loses heat to the "
+            f"room at a steady {plt}. How long does the warming take {ph}?")
+
+
+@template("winch_efficiency_time", "energy", assumptions={"efficiency": ["eta"]}, core=False)
+def _t_winch_time(b: _Build) -> str:
+    r = b.rng
+    eta, etat = b.q("eta", r.choice([0.6, 0.65, 0.7, 0.75, 0.8, 0.85]), "dimensionless", "winch efficiency")
+    p, pt = b.q("P_in", r.choice([500, 800, 1200, 1500, 2000, 3000]), ("W", "kW"), "electrical input power")
+    m, mt = b.q("m", r.randint(50, 600), "kg", "load mass")
+    h, ht = b.q("h", r.randint(3, 30), "m", "height")
+    g = b.const("g")
+    e_si = b.si[m] * b.si[g] * b.si[h]
+    e = b.step("potential_energy", "E", "J", e_si, m=m, g=g, h=h)
+    po = b.step("useful_output", "P_out", "W", b.si[eta] * b.si[p], eta=eta, e_in=p)
+    t = b.step("div", "t", "s", e_si / (b.si[eta] * b.si[p]), x=e, y=po)
+    _, ph = b.ask(t, ("s", "minute"))
+    return (f"An electric winch draws {pt} from the mains and has an efficiency of {etat}. "
+            f"How long does it take to raise a {mt} load by {ht} at constant speed, {ph}?")
+
+
+@template("friction_pull_distance", "dynamics", assumptions={"friction": ["f_fr"]}, core=False)
+def _t_friction_pull(b: _Build) -> str:
+    r = b.rng
+    m, mt = b.q("m", r.randint(5, 60), "kg", "mass")
+    f, ft = b.q("F_app", r.randint(20, 200), "N", "pulling force")
+    fr, frt = b.q("f_fr", b.si[f] * r.choice([0.2, 0.3, 0.4, 0.5, 0.6]), "N", "kinetic friction force")
+    t, tt = b.q("t", r.randint(2, 10), "s", "time")
+    v0 = b.q("v0", 0.0, "m/s", "starts from rest", exact=True)[0]
+    a_si = (b.si[f] - b.si[fr]) / b.si[m]
+    fn = b.step("sub", "F_net", "N", b.si[f] - b.si[fr], x=f, y=fr)
+    a = b.step("newton_accel", "a", "m/s^2", a_si, f=fn, m=m)
+    d = b.step("kin_displacement", "d", "m", 0.5 * a_si * b.si[t] ** 2, v0=v0, a=a, t=t)
+    _, ph = b.ask(d, ("m", "cm") if a_si * b.si[t] ** 2 < 2 else "m")
+    return (f"A {mt} sled starts from rest and is pulled across level snow by a horizontal force of {ft}. Kinetic "
+            f"friction opposes the motion with a force of {frt}. How far does the sled "
+            f"travel in {tt}, {ph}?")
+
+
+@template("pump_efficiency_power", "energy", assumptions={"efficiency": ["eta"]}, core=False)
+def _t_pump_power(b: _Build) -> str:
+    r = b.rng
+    m, mt = b.q("m", r.randint(2, 40) * 50, "kg", "water mass")
+    h, ht = b.q("h", r.randint(4, 40), "m", "lift height")
+    t, tt = b.q("t", 60 * r.randint(2, 20), ("minute", "s"), "pumping time")
+    eta, etat = b.q("eta", r.choice([0.55, 0.6, 0.65, 0.7, 0.75, 0.8]), "dimensionless", "pump efficiency")
+    g = b.const("g")
+    e_si = b.si[m] * b.si[g] * b.si[h]
+    e = b.step("potential_energy", "E", "J", e_si, m=m, g=g, h=h)
+    po = b.step("power", "P_out", "W", e_si / b.si[t], w=e, t=t)
+    pi = b.step("div", "P_in", "W", e_si / b.si[t] / b.si[eta], x=po, y=eta)
+    _, ph = b.ask(pi, ("W", "kW"))
+    return (f"A pump with an efficiency of {etat} lifts {mt} of water {ht} up into a tank in {tt}."
+            f" What electrical power does the pump draw {ph}?")
+
+
+@template("heater_efficiency_warming", "thermodynamics", assumptions={"efficiency": ["eta"]}, core=False)
+def _t_heater_eff(b: _Build) -> str:
+    r = b.rng
+    p, pt = b.q("P", r.choice([500, 800, 1000, 1200, 1500, 2000]), ("W", "kW"), "heater power")
+    t, tt = b.q("t", 60 * r.randint(2, 10), ("minute", "s"), "heating time")
+    m, mt = b.q("m", r.randint(10, 50) / 10, "kg", "water mass")
+    eta, etat = b.q("eta", r.choice([0.6, 0.7, 0.75, 0.8, 0.85, 0.9]), "dimensionless", "heater efficiency")
+    e_si = b.si[p] * b.si[t]
+    e = b.step("energy_from_power", "E", "J", e_si, p=p, t=t)
+    q = b.step("useful_output", "Q", "J", b.si[eta] * e_si, eta=eta, e_in=e)
+    c = b.const("c_water")
+    dt = b.step("temperature_change", "dT", "K", b.si[eta] * e_si / (b.si[m] * CONSTANTS["c_water"][0]), q=q, m=m,
+                c=c)
+    _, ph = b.ask(dt, "K")
+    return (f"A {pt} heater with an efficiency of {etat} runs for {tt} in a tank holding {mt} of water."
+            f" By how much does the water temperature rise, {ph}?")
+
+
 # ---------------------------------------------------------------- generation
 
 
@@ -1224,6 +1347,12 @@ def make_problem(tpl: Template | str, seed: int, index: int = 0) -> Problem:
     text = " ".join(text.split())
     value = _answer_value(b)
     trace = b.trace()
+    if tpl.assumptions:
+        names = {g["name"] for g in trace["givens"]}
+        missing = sorted(g for gs in tpl.assumptions.values() for g in gs if g not in names)
+        if missing:
+            raise RuntimeError(f"physics template {tpl.name}: assumption given(s) {missing} are not among its givens")
+        trace["meta"] = {"assumptions": {k: list(v) for k, v in tpl.assumptions.items()}}
     return Problem(
         id=f"physics/{seed}/{index}/{tpl.name}", source="physics", text=text, answer=f"{value:.6g}",
         answer_value=float(value), answer_unit=b.ask_unit, level=None, subject=tpl.topic, gold_trace=trace,
@@ -1231,10 +1360,29 @@ def make_problem(tpl: Template | str, seed: int, index: int = 0) -> Problem:
     )
 
 
-def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None = None) -> list[Problem]:
-    """`n` problems, cycling through the templates (all, or the named ones) in a seeded shuffled order."""
-    pool = [t for t in TEMPLATES if templates is None or t.name in templates]
+def mix_templates(mix: str = "core") -> list[Template]:
+    """The templates of a mix (see MIXES), in registration order."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown physics mix {mix!r}; one of {', '.join(MIXES)}")
+    if mix == "core":
+        return [t for t in TEMPLATES if t.core]
+    if mix == "assumption":
+        return [t for t in TEMPLATES if t.assumptions]
+    return list(TEMPLATES)
+
+
+def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None = None, mix: str = "core"
+                      ) -> list[Problem]:
+    """`n` problems, cycling through the templates of `mix` (all, or the named ones) in a seeded shuffled order.
+
+    mix 'core' (the default) draws the original templates, so a seed gives the same problems whatever templates
+    are added outside it; 'assumption' draws the templates that state a condition (meta.assumptions of the gold
+    trace); 'all' draws every template.
+    """
+    pool = [t for t in mix_templates(mix) if templates is None or t.name in templates]
     if not pool:
-        raise ValueError(f"no physics templates match {templates!r}")
+        raise ValueError(f"no physics templates of mix {mix!r} match {templates!r}"
+                         + (" (templates outside the core set need mix='all' or 'assumption')" if mix == "core"
+                            else ""))
     order = random.Random(seed).sample(pool, len(pool))
     return [make_problem(order[i % len(order)], seed, i) for i in range(n)]

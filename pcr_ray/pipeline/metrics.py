@@ -14,8 +14,8 @@ from typing import Any
 
 LONG_HORIZON = 5  # gold traces of this many steps or more are "long"
 
-ERROR_TYPES = ("unit", "formula_misuse", "wrong_variable", "arithmetic", "parse", "no_answer", "unattributed",
-               "pipeline_error")
+ERROR_TYPES = ("unit", "formula_misuse", "assumption", "wrong_variable", "arithmetic", "parse", "no_answer",
+               "unattributed", "pipeline_error")
 
 _UNIT_CODES = {"unit_mismatch", "not_dimensionless", "wrong_out_unit", "answer_unit_mismatch", "bad_unit"}
 _ARITH_CODES = {"arithmetic_error", "domain_error", "non_finite"}
@@ -98,11 +98,69 @@ def compare_with_gold(pred: dict, gold: dict) -> tuple[str, str]:
     return "wrong_variable", "every step is on the gold path but the answer names another quantity"
 
 
+def _answer_inputs(trace: dict) -> tuple[set[str], list[float]]:
+    """The variable names the answer depends on (through the steps, transitively) and the numeric literals
+    of the steps it depends on."""
+    steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
+    answer = trace.get("answer") if isinstance(trace.get("answer"), list) else []
+    by_out = {s["out"].get("name"): s for s in steps if isinstance(s, dict) and isinstance(s.get("out"), dict)}
+    todo = [a.get("name") for a in answer if isinstance(a, dict)]
+    seen: set[str] = set()
+    literals: list[float] = []
+    while todo:
+        name = todo.pop()
+        if not isinstance(name, str) or name in seen:
+            continue
+        seen.add(name)
+        step = by_out.get(name)
+        if step is None:
+            continue
+        args = step.get("args")
+        for v in (args.values() if isinstance(args, dict) else ()):
+            if isinstance(v, str):
+                todo.append(v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                literals.append(float(v))
+    return seen, literals
+
+
+def ignored_conditions(pred: dict, gold: dict) -> list[str]:
+    """The conditions of the gold trace's meta.assumptions (condition -> names of the givens that carry it) whose
+    givens the predicted trace's answer never depends on, in the gold trace's order.
+
+    Givens are matched by value and dimension (the predicted trace names its givens itself): a condition is used
+    when a given the answer depends on has the value of one of its gold givens, or a numeric literal of a step
+    the answer depends on equals that value. [] when the gold trace states no condition.
+    """
+    conds = (gold.get("meta") or {}).get("assumptions") if isinstance(gold.get("meta"), dict) else None
+    if not conds:
+        return []
+    from pcr_ray.core.verifier import verify
+
+    gvars = {g.name: g for g in verify(gold).givens}
+    pvars = {g.name: g for g in verify(pred).givens}
+    used, literals = _answer_inputs(pred)
+    used_vars = [pvars[n] for n in used if n in pvars]
+    out = []
+    for cond, names in conds.items():
+        carriers = [gvars[n] for n in names if n in gvars]
+        hit = any(_close(v.base, c.base) and v.dims == c.dims for v in used_vars for c in carriers) or any(
+            _close(x, c.base) or _close(x, c.value) for x in literals for c in carriers)
+        if carriers and not hit:
+            out.append(str(cond))
+    return out
+
+
 def classify_error(row: Mapping[str, Any], gold_trace: Any = None) -> tuple[str, str]:
     """(error type, detail) of a row that is not correct; ('', '') for a correct row.
 
     Order: pipeline error; no answer (or parse failure); a final trace the verifier rejects (by its
-    diagnostic code); a unit slip in the answer value; comparison with the gold trace; else unattributed.
+    diagnostic code); a unit slip in the answer value; a condition the problem states (the gold trace's
+    meta.assumptions) that the trace's answer never uses (assumption); comparison with the gold trace; else
+    unattributed. Unit errors come before assumption errors: a trace the verifier rejects for units, or an answer
+    off by a unit factor, is a unit error whatever else it misses. Assumption errors come before formula misuse
+    and wrong variable: a trace that drops a stated condition leaves the gold path at a different formula (free
+    fall for a fall with drag) or other quantities, and the dropped condition is the cause of that divergence.
     """
     if row.get("correct"):
         return "", ""
@@ -128,6 +186,15 @@ def classify_error(row: Mapping[str, Any], gold_trace: Any = None) -> tuple[str,
             return kind, d.feedback()[:200]
     if is_unit_slip(row.get("answer_value"), row.get("gold_value")):
         return "unit", f"answer {row.get('answer_value')} is the gold {row.get('gold_value')} times a unit factor"
+    if pred is not None and gold is not None:
+        try:
+            missed = ignored_conditions(pred, gold)
+        except Exception as exc:  # a comparison bug must not lose the row
+            return "unattributed", f"condition check failed: {type(exc).__name__}: {exc}"[:200]
+        if missed:
+            names = {c: list((gold.get("meta") or {}).get("assumptions", {}).get(c, ())) for c in missed}
+            return "assumption", ("the trace never uses the stated " + "; ".join(
+                f"{c} ({', '.join(map(str, n))})" for c, n in names.items()))[:200]
     if pred is not None and gold is not None and pred.get("steps"):
         try:
             return compare_with_gold(pred, gold)

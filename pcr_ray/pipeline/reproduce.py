@@ -49,13 +49,14 @@ class Scale:
     pair_gsm8k: int
     bench_physics: int
     bench_gsm8k: int
+    conditions: int
 
 
 SCALES: dict[str, Scale] = {
     "cpu": Scale("cpu", physics=40, gsm8k=20, scibench=30, ablation_physics=40, pair_physics=300, pair_gsm8k=300,
-                 bench_physics=300, bench_gsm8k=300),
+                 bench_physics=300, bench_gsm8k=300, conditions=40),
     "paper": Scale("paper", physics=0, gsm8k=0, scibench=0, ablation_physics=0, pair_physics=3000,
-                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319),
+                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319, conditions=200),
 }
 # the CPU searches of the ablations: the demo's settings (typed enumerator, cap 24, beam 2, 5 steps, int8 PRM)
 CPU_SEARCH = ("generator=enumerator", "generator.cap=24", "search.beam_width=2", "search.max_steps=5",
@@ -68,8 +69,9 @@ def _sources(items: Sequence[str]) -> str:
     return "dataset.sources=[" + ",".join(items) + "]"
 
 
-def _physics(n: int, seed: int = 0) -> str:
-    return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}}}}}"
+def _physics(n: int, seed: int = 0, mix: str = "") -> str:
+    extra = f",mix:{mix}" if mix else ""
+    return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}{extra}}}}}"
 
 
 def _checkpoint(args: argparse.Namespace, kind: str) -> list[str]:
@@ -109,6 +111,11 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             steps.append(_evaluate(f"coverage_{cov}", out, [
                 "experiment=coverage_ablation", f"search.verifier_coverage={cov}", *abl, *CPU_SEARCH,
                 "methods=[nsprm]", *_checkpoint(args, "csp")]))
+        # problems that state a condition (friction, air resistance, heat loss, efficiency): the assumption row
+        steps.append(_evaluate("conditions", out, [
+            "experiment=demo", "dataset.name=physics_conditions",
+            _sources([_physics(_n(args, sc.conditions), mix="assumption")]), *CPU_SEARCH,
+            "methods=[nsprm,prm_only]", *_checkpoint(args, "csp")]))
         pair_sources = [_physics(max(60, _n(args, sc.pair_physics)), 4242),
                         f"{{name:gsm8k_test,limit:{_n(args, sc.pair_gsm8k)}}}"]
         eval_extra = ("use_ray=false", "prm.int8=true")
@@ -133,6 +140,10 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             steps.append(_evaluate(f"coverage_{cov}", out, [
                 "experiment=coverage_ablation", *gpu, "~generator.cap", "~generator.verifier_coverage",
                 f"search.verifier_coverage={cov}", "methods=[nsprm]", *_checkpoint(args, "csp")]))
+        steps.append(_evaluate("conditions", out, [
+            "experiment=paper_table", "dataset.name=physics_conditions",
+            _sources([_physics(sc.conditions, mix="assumption")]), "methods=[nsprm,prm_only]",
+            *_checkpoint(args, "csp")]))
         pair_sources = [_physics(sc.pair_physics, 4242), f"{{name:gsm8k_test,limit:{sc.pair_gsm8k}}}"]
         eval_extra = ("prm=deberta_v3_base", "prm.device=cuda", "prm.bf16=true", *PAPER_CLUSTER)
     pairs = out / "pairs"
@@ -308,27 +319,72 @@ def coverage_claims(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def error_type_claims(out: Path) -> list[dict[str, Any]]:
-    path = out / "table" / "results.parquet"
+def _result_rows(path: Path, traces: bool = False) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """{(problem_id, method): row} of a results.parquet (its correct and error_type columns, and with `traces` a
+    `left_out` flag: a wrong answer whose trace leaves out a condition its problem states); None when absent."""
     if not path.exists():
-        return [_missing("error types removed", "93 / 87 / 41", "table", "step not run")]
+        return None
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path, columns=["problem_id", "method", "correct", "error_type"]).to_pylist()
-    by = {(r["problem_id"], r["method"]): r for r in rows}
+    from pcr_ray.pipeline.metrics import ignored_conditions
+
+    cols = ["problem_id", "method", "correct", "error_type"]
+    rows = pq.read_table(path, columns=cols + (["trace_json", "gold_trace_json"] if traces else [])).to_pylist()
+    for r in rows:
+        if traces:
+            pred, gold = (json.loads(r.pop(k) or "null") for k in ("trace_json", "gold_trace_json"))
+            r["left_out"] = bool(not r["correct"] and pred and gold and ignored_conditions(pred, gold))
+    return {(r["problem_id"], r["method"]): r for r in rows}
+
+
+def _removed(by: Mapping[tuple[str, str], Mapping[str, Any]], etype: str, paper: float, step: str,
+             what: str) -> dict[str, Any]:
+    base = [pid for (pid, m), r in by.items() if m == "prm_only" and not r["correct"] and r["error_type"] == etype]
+    base = [pid for pid in base if (pid, "nsprm") in by]
+    removed = sum(by[(pid, "nsprm")]["correct"] or by[(pid, "nsprm")]["error_type"] != etype for pid in base)
+    return _prop(f"error type NS-PRM removes vs PRM-only: {etype.replace('_', ' ')}", removed, len(base),
+                 f"{paper}", step, f"PRM-only's {etype} errors on which NS-PRM makes no {etype} error / PRM-only's "
+                 f"{etype} errors ({what})")
+
+
+def error_type_claims(out: Path) -> list[dict[str, Any]]:
+    """Unit and formula-misuse errors from the table step; assumption errors from the conditions step (generated
+    physics problems that state a condition: pcr_ray.pipeline.metrics.ignored_conditions)."""
     out_rows = []
-    for etype, paper in PAPER_ERROR_REMOVED.items():
-        if etype == "assumption":
-            out_rows.append(_missing("error type NS-PRM removes vs PRM-only: assumption", f"{paper}", "table",
-                                     "not measured: the error classifier has no assumption type yet"))
-            continue
-        base = [pid for (pid, m), r in by.items() if m == "prm_only" and not r["correct"] and r["error_type"] == etype]
-        base = [pid for pid in base if (pid, "nsprm") in by]
-        removed = sum(by[(pid, "nsprm")]["correct"] or by[(pid, "nsprm")]["error_type"] != etype for pid in base)
-        out_rows.append(_prop(f"error type NS-PRM removes vs PRM-only: {etype.replace('_', ' ')}", removed,
-                              len(base), f"{paper}", "table",
-                              f"PRM-only's {etype} errors on which NS-PRM makes no {etype} error / PRM-only's {etype} "
-                              f"errors"))
+    table = _result_rows(out / "table" / "results.parquet")
+    for etype in ("unit", "formula_misuse"):
+        paper = PAPER_ERROR_REMOVED[etype]
+        if table is None:
+            out_rows.append(_missing(f"error type NS-PRM removes vs PRM-only: {etype.replace('_', ' ')}",
+                                     f"{paper}", "table", "step not run"))
+        else:
+            out_rows.append(_removed(table, etype, paper, "table", "the Table 1 problems"))
+    cond = _result_rows(out / "conditions" / "results.parquet", traces=True)
+    if cond is None:
+        out_rows.append(_missing("error type NS-PRM removes vs PRM-only: assumption",
+                                 f"{PAPER_ERROR_REMOVED['assumption']}", "conditions", "step not run"))
+        return out_rows
+    out_rows.append(_removed(cond, "assumption", PAPER_ERROR_REMOVED["assumption"], "conditions",
+                             "generated physics problems that state a condition"))
+    # the same with a condition left out counted whatever the row's first error type (a PRM-only trace the
+    # verifier rejects is a unit error first, and may leave the condition out as well)
+    base = [pid for (pid, m), r in cond.items() if m == "prm_only" and r["left_out"] and (pid, "nsprm") in cond]
+    out_rows.append(_prop("condition left out (any error type): NS-PRM removes vs PRM-only",
+                          sum(not cond[(pid, "nsprm")]["left_out"] for pid in base), len(base),
+                          f"{PAPER_ERROR_REMOVED['assumption']}", "conditions",
+                          "PRM-only's wrong answers that leave out a stated condition on which NS-PRM does not / "
+                          "those answers"))
+    for m in ("prm_only", "nsprm"):
+        wrong = [r for (_, mm), r in cond.items() if mm == m and not r["correct"]]
+        if wrong:
+            out_rows.append(_prop(f"{METHOD_NAMES[m]}'s wrong answers, condition problems: assumption errors",
+                                  sum(r["error_type"] == "assumption" for r in wrong), len(wrong), "-",
+                                  "conditions", "wrong answers whose first error is a stated condition left out / "
+                                  "wrong answers (no answer included)"))
+            out_rows.append(_prop(f"{METHOD_NAMES[m]}'s wrong answers, condition problems: condition left out",
+                                  sum(r["left_out"] for r in wrong), len(wrong), "-", "conditions",
+                                  "wrong answers whose trace leaves out a stated condition, any error type / "
+                                  "wrong answers (no answer included)"))
     return out_rows
 
 

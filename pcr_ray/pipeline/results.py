@@ -46,7 +46,7 @@ RESULT_SCHEMA = pa.schema([
     ("flagged", pa.bool_()),             # the system signalled a problem (no answer, rejected trace, error)
     ("silent_failure", pa.bool_()),      # answered, wrong, not flagged
     ("stop_reason", pa.string()),
-    ("error_type", pa.string()),         # unit | formula_misuse | wrong_variable | arithmetic | parse | no_answer | ...
+    ("error_type", pa.string()),         # one of metrics.ERROR_TYPES (unit, formula_misuse, assumption, ...)
     ("error_detail", pa.string()),
     ("error", pa.string()),              # pipeline error (exception text) or '' when the problem ran
     ("raw_output", pa.string()),         # baselines: the model's last output (answer text or program)
