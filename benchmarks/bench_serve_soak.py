@@ -1,6 +1,6 @@
 """Soak of the Serve scoring service on 127.0.0.1: N seconds at concurrency C of valid, rejected, malformed,
 oversized and slowly-sent requests; asserts zero 5xx and every request answered once; reports the service's
-memory growth (RSS of its Ray actors, sampled through the run).
+memory growth (RSS of its Ray actors, read idle between load phases, and sampled under load).
 
     nice -n 10 .venv/bin/python benchmarks/bench_serve_soak.py [--seconds 300] [--concurrency 32] [--results]
 
@@ -179,6 +179,12 @@ def _rss_mb(pids: dict[str, int]) -> dict[str, float]:
     return out
 
 
+def _idle_rss(pids: dict[str, int], pause_s: float = 5.0) -> dict[str, float]:
+    """RSS of the service's actors after `pause_s` without requests (batches done, heaps trimmed)."""
+    time.sleep(pause_s)
+    return _rss_mb(pids)
+
+
 async def soak(s: Soak, seconds: float, concurrency: int, pids: dict[str, int]) -> list[dict[str, Any]]:
     import httpx
 
@@ -202,7 +208,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=300.0)
     ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--warmup", type=float, default=20.0, help="seconds of load before memory's baseline")
+    ap.add_argument("--warmup", type=float, default=60.0, help="seconds of load before memory's baseline")
+    ap.add_argument("--phases", type=int, default=6, help="load phases, memory read idle after each")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_serve_soak.json")
@@ -228,13 +235,19 @@ def main() -> None:
         warm = Soak(svc.url, port, bodies, args.seed + 1)
         asyncio.run(soak(warm, args.warmup, args.concurrency, {}))
         s = Soak(svc.url, port, bodies, args.seed)
-        samples = asyncio.run(soak(s, args.seconds, args.concurrency, pids))
+        samples, idle = [], [{"t": 0.0, "rss_mb": _idle_rss(pids)}]
+        for phase in range(args.phases):  # load, then a pause in which the replicas go idle and RSS is read
+            offset = phase * args.seconds / args.phases
+            samples += [{"t": round(x["t"] + offset, 1), "rss_mb": x["rss_mb"]}
+                        for x in asyncio.run(soak(s, args.seconds / args.phases, args.concurrency, pids))]
+            idle.append({"t": round(offset + args.seconds / args.phases, 1), "rss_mb": _idle_rss(pids)})
     finally:
         svc.stop()
         ray.shutdown()
-    first, last = samples[0]["rss_mb"], samples[-1]["rss_mb"]
+    first, last = idle[0]["rss_mb"], idle[-1]["rss_mb"]
     growth = {k: round(last[k] - first[k], 1) for k in first}
-    total_first, total_last = sum(first.values()), sum(last.values())
+    total = [round(sum(x["rss_mb"].values()), 1) for x in idle]
+    half = idle[len(idle) // 2]["rss_mb"]
     n5xx = sum(c for code, c in s.status.items() if code >= 500)
     sent = sum(s.sent.values())
     res = {
@@ -244,15 +257,21 @@ def main() -> None:
         "responses_5xx": n5xx, "unexpected": len(s.unexpected), "unexpected_samples": s.unexpected[:10],
         "requests_per_s": round(s.answered / args.seconds, 1),
         "latency_ms_p50": {k: round(1000 * statistics.median(v), 1) for k, v in s.lat.items() if v},
+        # memory is read idle (between load phases, after the replicas trimmed their heaps): under load it also
+        # holds the batches in flight; rss_samples are the readings under load
+        "phases": args.phases, "rss_idle": idle, "rss_idle_total_mb": total,
         "rss_mb_first": first, "rss_mb_last": last, "rss_growth_mb": growth,
-        "rss_total_growth_mb": round(total_last - total_first, 1),
-        "rss_total_growth_pct": round(100 * (total_last - total_first) / total_first, 2) if total_first else None,
+        "rss_total_growth_mb": round(total[-1] - total[0], 1),
+        "rss_total_growth_pct": round(100 * (total[-1] - total[0]) / total[0], 2) if total[0] else None,
+        "rss_total_growth_second_half_mb": round(total[-1] - sum(half.values()), 1),
+        "rss_growth_second_half_mb": {k: round(last[k] - half[k], 1) for k in half},
         "rss_samples": samples, "max_body_bytes": MAX_BODY,
         "ok": n5xx == 0 and not s.errors and not s.unexpected and s.answered == sent,
     }
     print(f"{sent} requests in {args.seconds:.0f}s at concurrency {args.concurrency}: answered {s.answered}, "
           f"lost {len(s.errors)}, 5xx {n5xx}, unexpected {len(s.unexpected)}; statuses {res['status_counts']}; "
-          f"service RSS {total_first:.0f} -> {total_last:.0f} MiB ({res['rss_total_growth_mb']:+} MiB)")
+          f"service RSS idle {total[0]:.0f} -> {total[-1]:.0f} MiB ({res['rss_total_growth_mb']:+} MiB; "
+          f"{res['rss_total_growth_second_half_mb']:+} MiB in the second half)")
     save("bench_serve_soak", res, args.results)
     if not res["ok"]:
         raise SystemExit(1)

@@ -362,9 +362,12 @@ def test_forward_coalescer_merges_waiting_batches() -> None:
     calls: list[int] = []
     lock = threading.Lock()
 
+    threads: set[int] = set()
+
     def fn(pairs: list[tuple[str, str]]) -> list[float]:
         with lock:
             calls.append(len(pairs))
+            threads.add(threading.get_ident())
         time.sleep(0.05)
         if any(c == "boom" for c, _ in pairs):
             raise ValueError("boom")
@@ -386,6 +389,7 @@ def test_forward_coalescer_merges_waiting_batches() -> None:
     assert calls[0] == 1 and max(calls) == 4 and len(calls) == 1 + 3 + 1 + 1  # 5 batches of 2 -> calls of 4,4,2
     assert isinstance(bad[0], ValueError) and after == [[3.0]]
     assert stats["batches"] == 5 and stats["max_requests_per_batch"] == 4
+    assert len(threads) == 1 and threading.get_ident() not in threads, "every model call on the one forward thread"
 
 
 # ------------------------------------------------------------------------------------------ config and CLI

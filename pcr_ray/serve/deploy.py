@@ -9,11 +9,13 @@ dashboard, which `serve deploy` talks to).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import signal
 import socket
 import sys
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -36,6 +38,8 @@ class ForwardCoalescer:
     def __init__(self, fn: Any, max_requests: int) -> None:
         self._fn = fn
         self.max_requests = max(1, int(max_requests))
+        # every model call on the same thread: one malloc arena for the forward passes, not one per pool thread
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prm-forward")
         self._pending: list[tuple[list[list[tuple[str, str]]], asyncio.Future]] = []
         self._running = False
         self.calls = 0
@@ -62,7 +66,8 @@ class ForwardCoalescer:
                     n += len(reqs)
                 flat = [tuple(p) for reqs, _ in take for r in reqs for p in r]
                 try:
-                    scores = list(await asyncio.to_thread(self._fn, flat)) if flat else []
+                    loop = asyncio.get_running_loop()
+                    scores = list(await loop.run_in_executor(self._executor, self._fn, flat)) if flat else []
                     if len(scores) != len(flat):
                         raise RuntimeError(f"scorer returned {len(scores)} scores for {len(flat)} pairs")
                 except Exception as exc:  # every waiting caller gets the error, none hangs
@@ -84,11 +89,31 @@ class ForwardCoalescer:
                         fut.set_result(out)
         finally:
             self._running = False
+            self._executor.submit(release_free_memory)  # idle now: off the event loop, before the next call
 
     def stats(self) -> dict[str, int]:
         """Model calls (`batches`), requests and pairs scored, largest call in requests."""
         return {"batches": self.calls, "requests": self.requests, "pairs": self.pairs,
                 "max_requests_per_batch": self.max_requests_per_call}
+
+
+def release_free_memory() -> None:
+    """Give the heap's free pages back to the OS (glibc `malloc_trim`); a no-op where libc has no such call.
+
+    The forward passes allocate activations of a different shape for every batch; without a trim the freed
+    pages stay with the process and its RSS creeps up under varied load. Called when the replica goes idle.
+    """
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM: Any = None
 
 
 @serve.deployment(name="PRMScorer")
