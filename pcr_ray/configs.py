@@ -25,10 +25,27 @@ class ConfigError(ValueError):
     """A composed config does not fit its entry point's schema; the message names the key."""
 
 
+def short_dirname(name: str, limit: int = 96) -> str:
+    """`name` as one folder name of at most `limit` characters: a longer one keeps its start and a hash of it.
+
+    A sweep's job folder is named by its overrides (`hydra.job.override_dirname`); with many overrides that name
+    passes the file system's 255-byte limit. `pcr-ray summarize` reads the overrides from `.hydra/`, not the name.
+    """
+    name = name.replace("/", "_")
+    if len(name) <= limit:
+        return name
+    import hashlib
+
+    return f"{name[:limit - 11]}..{hashlib.sha1(name.encode()).hexdigest()[:9]}"
+
+
 def _register_resolvers() -> None:
-    """`${pcr_ray.cache:}` and `${pcr_ray.data:}`: the cache and data folders of pcr_ray.paths, in YAML."""
+    """`${pcr_ray.cache:}`, `${pcr_ray.data:}` (the cache and data folders of pcr_ray.paths) and
+    `${pcr_ray.dirname:...}` (short_dirname), in YAML."""
     from pcr_ray.paths import cache_dir, data_dir
 
+    if not OmegaConf.has_resolver("pcr_ray.dirname"):
+        OmegaConf.register_new_resolver("pcr_ray.dirname", lambda s: short_dirname(str(s)))
     if not OmegaConf.has_resolver("pcr_ray.cache"):
         OmegaConf.register_new_resolver("pcr_ray.cache", lambda: str(cache_dir()))
     if not OmegaConf.has_resolver("pcr_ray.data"):

@@ -8,6 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from pcr_ray.configs import SCHEMAS, ConfigError, check, compose
+from pcr_ray.paths import conf_dir
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -44,3 +45,15 @@ def test_values_reach_the_config_typed() -> None:
     cfg = compose("evaluate", ["experiment=smoke"], values={"pipeline": {"batch_size": 3}})
     assert cfg.pipeline.batch_size == 3 and cfg.dataset.name == "smoke"
     assert compose("solve", ["prm.int8=true"]).prm.int8 is True
+
+
+def test_a_sweep_job_folder_name_stays_short_and_distinct():
+    from pcr_ray.configs import short_dirname
+
+    overrides = ",".join(f"actors.generator.key_{i}={i}" for i in range(40))
+    a, b = short_dirname(overrides), short_dirname(overrides + ",generator=vllm_tiny_half")
+    assert len(a) <= 96 and len(b) <= 96 and a != b and len(a.encode()) < 255
+    assert short_dirname("search.beam_width=2") == "search.beam_width=2"  # short names stay readable
+    assert "/" not in short_dirname("run_dir=/tmp/x")
+    raw = OmegaConf.to_container(OmegaConf.load(conf_dir() / "evaluate.yaml"), resolve=False)
+    assert "${pcr_ray.dirname:${hydra.job.override_dirname}}" in raw["hydra"]["sweep"]["subdir"]
