@@ -36,7 +36,7 @@ echo "vllm tests: $(( $(date +%s) - t0 )) s"
 
 echo "== paper_table, $LIMIT problems, every method ($MODEL)"
 t0=$(date +%s)
-"$PY" -m pcr_ray.evaluate experiment=paper_table $GEN prm=minilm_csp prm.checkpoint=null \
+"$PY" -m pcr_ray.evaluate experiment=paper_table $GEN prm=minilm_csp prm.checkpoint=quick \
     dataset.limit="$LIMIT" ray.address=null actors.generator.replicas=1 actors.prm.num_gpus=0 \
     pipeline.num_search_workers=8 pipeline.progress=false run_dir="$OUT/paper_table"
 echo "evaluation: $(( $(date +%s) - t0 )) s"

@@ -31,7 +31,7 @@ CPU_OVERRIDES = ("ray.address=null", "actors.generator.replicas=1", "actors.gene
                  "actors.generator.num_cpus=1", "actors.prm.num_gpus=0", "actors.prm.num_cpus=0",
                  "pipeline.num_search_workers=2", "pipeline.batch_size=2", "pipeline.progress=false",
                  "search.beam_width=1", "search.k=2", "search.max_steps=2", "search.max_retries=1",
-                 "search.max_backtracks=0", "search.n_samples=2", "prm.checkpoint=null")
+                 "search.max_backtracks=0", "search.n_samples=2", "prm.checkpoint=quick")
 
 
 # cluster/gpu_check.sh points the same tests at a GPU and a real model with generator overrides here
@@ -48,15 +48,15 @@ def compose_evaluate(overrides) -> dict:
     """The composed evaluate config (plain dict); no overrides: the e2e one's generator and actors."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
 
+    from pcr_ray.configs import check, to_plain
     from pcr_ray.paths import conf_dir
 
     overrides = list(overrides) or e2e_overrides("unused", 2)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose("evaluate", overrides=overrides)
-    return OmegaConf.to_container(cfg, resolve=True)
+    return to_plain(check("evaluate", cfg))  # typed as evaluate types it: same actor digest, same actor
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +243,32 @@ def test_paper_table_end_to_end_on_cpu(engine, tmp_path) -> None:
     assert ref.names[0] in metrics["actors"]  # the one engine actor served every method
     assert _info(ref)["calls"] > calls_before
     assert (out / "report.html").stat().st_size > 1000
+
+
+def test_model_size_sweep_merged_by_summarize(engine, tmp_path) -> None:
+    """`pcr-ray evaluate -m generator=vllm_tiny,vllm_tiny_half`: two models through the same code, one table."""
+    import csv
+
+    from pcr_ray import evaluate as ev
+    from pcr_ray.pipeline.summarize import main as summarize_main
+
+    sweep = tmp_path / "sweep"
+    over = [o for o in e2e_overrides("unused", 1) if not o.startswith(("generator=", "run_dir="))]
+    rc = ev.main(["-m", *over, "generator=vllm_tiny,vllm_tiny_half", "methods=[nsprm,direct]",
+                  f"hydra.sweep.dir={sweep}"])
+    assert rc == 0
+    runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
+    assert len(runs) == 2
+    import yaml
+
+    models = {yaml.safe_load((r / "config.yaml").read_text())["generator"]["model"] for r in runs}
+    assert models == {"tiny:smollm2", "tiny:smollm2-half"}
+    assert summarize_main([str(sweep)]) == 0
+    with open(sweep / "summary.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert sorted((r["generator"], r["method"]) for r in table) == [
+        ("vllm_tiny", "direct"), ("vllm_tiny", "nsprm"), ("vllm_tiny_half", "direct"), ("vllm_tiny_half", "nsprm")]
+    assert all(int(r["n"]) == 1 for r in table)
 
 
 def test_solve_cli_prints_a_trace_and_an_answer_line(tmp_path) -> None:

