@@ -134,6 +134,9 @@ def test_exponents_and_ranges_are_not_numbers():
     ("... What is the probability of $I_2$ populating the $n=2$ level if the temperature is 298 K?", None,
      "dimensionless"),
     ("... What is the overall quantum yield for this photochemical process?", None, "dimensionless"),
+    # a trailing decimal point before a unit does not end the asking sentence
+    ("Assuming that it is constant, calculate $\\Delta G_f^{\\circ}$ for $\\mathrm{Fe}(g)$ at 400. K.", None,
+     "J/mol"),
 ])
 def test_target(text, unit, dims_of):
     t = extract_target(text)

@@ -649,9 +649,23 @@ _ASKS_CHANGE_RE = re.compile(
     re.IGNORECASE)
 
 
+def _sentences(text: str) -> list[str]:
+    """The text split after '.', '?' or '!' and whitespace, except a trailing decimal point before a unit symbol
+    ('at 400. K.' is one sentence)."""
+    out, start = [], 0
+    for m in re.finditer(r"(?<=[.?!])\s+", text):
+        if text[m.start() - 2:m.start()].rstrip(".").isdigit() and (tp := _TRAILING_POINT_RE.match(
+                text, m.start() - 1)) is not None and tp.group(1) in UNIT_SYMBOLS:
+            continue
+        out.append(text[start:m.start()])
+        start = m.end()
+    out.append(text[start:])
+    return out
+
+
 def _question_part(text: str) -> str:
     """The sentence(s) that ask: the last sentence with a '?', or the last sentence."""
-    sents = re.split(r"(?<=[.?!])\s+", text.strip())
+    sents = _sentences(text.strip())
     asks = [i for i, s in enumerate(sents) if "?" in s]
     if asks:
         tail = [s for s in sents[asks[-1] + 1:] if re.match(r"\s*(?:give|express|answer|round)", s, re.I)]
