@@ -12,10 +12,10 @@ A problem `extracted` does not solve is attributed to the first cause that holds
 1. `givens_not_in_text`: the solution needs a number the text does not state (the Sun's mass, a figure's angle);
 2. `givens_extraction`: a gold given the text states is not extracted (value and dimension);
 3. `target`: the extracted target is unknown or not of the answer's dimension;
-4. `primitive`: the solution needs a primitive the registry lacks (none: every solution is written with registry
-   primitives, so the count is 0 by construction and stays in the table to say so);
+4. `primitive`: the book's formula is not a registry primitive (the gold file's `missing_primitives`: the trace
+   spells it out with arithmetic and literals such as 1/2) and the oracle does not solve the problem;
 5. `search_ceiling`: the gold trace is longer than max_steps, or the oracle does not solve it (the enumerator does
-   not offer a gold step, e.g. one with a literal such as 1 - x, or the beam loses the gold path);
+   not offer a gold step, or the beam loses the gold path);
 6. `ranking`: the oracle solves it with gold givens but the PRM does not;
 7. `extracted_givens_other`: the PRM solves it with gold givens but not with the extracted ones (extra or
    differently read givens).
@@ -104,6 +104,8 @@ def attribute(info: dict[str, Any], max_steps: int) -> tuple[str, list[str]]:
         causes.append("givens_extraction")
     if not info["extraction"]["target_right"]:
         causes.append("target")
+    if info["missing_primitives"] and not info["oracle"]:
+        causes.append("primitive")
     if info["gold_steps"] > max_steps or not info["oracle"]:
         causes.append("search_ceiling")
     elif info.get("gold_givens") is False:
@@ -160,6 +162,7 @@ def main() -> None:
     problems = []
     for k, g in enumerate(gold):
         info: dict[str, Any] = {"id": g.id, "gold_steps": g.problem.gold_steps, "book_error": g.book_error,
+                                "missing_primitives": list(g.missing_primitives),
                                 "extraction": _extraction(g, records[g.id]),
                                 "first_not_offered": _first_not_offered(g, args.cap),
                                 f"first_not_offered_cap{args.wide_cap}": _first_not_offered(g, args.wide_cap),

@@ -30,6 +30,7 @@ def test_the_loader_joins_every_worked_solution_problem(gold, data_dir):
     assert sorted(g.id for g in gold) == sorted(ids)
     assert all(g.problem.gold_steps == len(g.problem.gold_trace["steps"]) > 0 for g in gold)
     assert all(g.problem.source == "scibench" for g in gold)  # graded with SciBench's 5%
+    assert all(isinstance(m, str) and m for g in gold for m in g.missing_primitives)
 
 
 def test_every_gold_trace_verifies(gold):

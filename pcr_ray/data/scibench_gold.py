@@ -4,7 +4,9 @@
 `thermo_sol.json` (34 problems): the problem's id as `iter_scibench` names it, its givens (name, value, unit,
 description, and `in_text`: false for a number the book's solution brings in that the problem text does not
 state, such as the Sun's mass or a figure's angle), the trace steps written from the book's solution, the answer
-(variable and unit), the book's answer and unit, `book_error` where the book's printed answer is wrong, and a note.
+(variable and unit), the book's answer and unit, `book_error` where the book's printed answer is wrong, a note, and
+`missing_primitives`: the book's formulas the registry has no primitive for, which the trace spells out with
+arithmetic (Kepler's third law, the Sackur-Tetrode entropy, ...).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class SciBenchGold:
     givens_not_in_text: tuple[str, ...]
     book_error: bool
     note: str
+    missing_primitives: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -68,5 +71,6 @@ def load_scibench_gold(data_dir: str | Path | None = None, path: str | Path | No
                           answer_unit=p.answer_unit, level=p.level, subject=p.subject, gold_trace=trace,
                           gold_steps=len(trace["steps"]))
         out.append(SciBenchGold(problem, tuple(g["name"] for g in rec["givens"] if not g.get("in_text", True)),
-                                bool(rec.get("book_error", False)), str(rec.get("note", ""))))
+                                bool(rec.get("book_error", False)), str(rec.get("note", "")),
+                                tuple(rec.get("missing_primitives", ()))))
     return out
