@@ -68,6 +68,16 @@ def _has(text, value, unit):
     ("Save 20% on shoes.", 20, "dimensionless"),
     ("The bill was $1.5 million.", 1.5e6, "USD"),
     ("A 120-page book.", 120, "page"),
+    # SciBench worked solutions (Engel, Halliday)
+    ("$T_i=300 . \\mathrm{K}$ and $P_i=1.00$ bar", 300, "K"),  # a trailing decimal point: 300. K
+    ("irradiated with 100. W of 280. nm light", 280e-9, "m"),
+    ("irradiated with 100. W of 280. nm light", 100, "W"),
+    ("in $20.0 \\mathrm{rev}$, at constant angular acceleration", 20, "rev"),
+    ("$C_{P, m}$ for $\\mathrm{Hg}(l)=27.98 \\mathrm{~J} \\mathrm{~mol}^{-1} \\mathrm{~K}^{-1}$.", 27.98, "J/(mol*K)"),
+    ("the specific volume is $0.703 \\mathrm{~cm}^3 \\mathrm{~g}^{-1}$.", 0.703, "cm^3/g"),
+    ("and $\\eta=1.002 \\mathrm{cP}$.", 1.002e-3, "Pa*s"),
+    ("at $293 \\mathrm{~K}(\\eta=146 \\mu \\mathrm{P})$ through", 146e-7, "Pa*s"),
+    ("the densities of graphite and diamond are 2.25 and $3.52 \\mathrm{~kg} / \\mathrm{L}$", 2.25, "kg/L"),
 ])
 def test_quantities(text, value, unit):
     assert _has(text, value, unit), (text, _vu(text))
@@ -80,6 +90,12 @@ def test_english_words_are_not_units():
     vu = _vu("He is 5 in the morning and 6 at noon, 7 a piece.")
     assert (5.0, "inch") not in vu and (6.0, "at") not in vu
     assert all(u in ("", "dimensionless", "item") for _, u in vu), vu
+
+
+def test_a_sentence_end_and_a_bare_count_keep_no_unit():
+    assert _vu("He has 12. A friend gives him 3.") == [(12.0, "dimensionless"), (3.0, "dimensionless")]
+    assert (3.0, "apple") not in _vu("She has 3 and 4 apples.")  # counts and money do not spread to a bare number
+    assert (5.0, "USD") not in _vu("He paid 5 and $7.")
 
 
 def test_exponents_and_ranges_are_not_numbers():
@@ -103,6 +119,24 @@ def test_exponents_and_ranges_are_not_numbers():
     ("... What is the final temperature in °C?", "degC", "K"),
     ("... By how much does the temperature rise, in °C?", "delta_degC", "K"),
     ("... What is the temperature change of the water (in degrees Fahrenheit)?", "delta_degF", "K"),
+    # SciBench worked solutions
+    ("... What does the air in the room weigh when the air pressure is $1.0 \\mathrm{~atm}$ ?", None, "N"),
+    ("... What is the constant angular acceleration during this decrease in angular speed?", None, "rad/s^2"),
+    ("... Calculate its minimum  distances from the Sun.", None, "m"),
+    ("... Find its predicted range of flight if $\\theta=55^{\\circ}$.", None, "m"),
+    ("Calculate the time needed for a spacecraft to make a Hohmann transfer from Earth to Mars", None, "s"),
+    ("Calculate the maximum height change in the ocean tides caused by the Moon.", None, "m"),
+    ("... Using Equation (5.23), calculate $\\Delta S$ for this process.", None, "J/K"),
+    ("Determine the standard molar entropy of $\\mathrm{Ne}$ under standard conditions.", None, "J/(mol*K)"),
+    ("Determine the diffusion coefficient for Ar at $298 \\mathrm{~K}$ and a pressure of 1.00 atm.", None, "m^2/s"),
+    ("... calculate $\\Delta G_f^{\\circ}$ for $\\mathrm{Fe}(g)$ at 400. K.", None, "J/mol"),
+    ("Calculate $E^{\\circ}$ for the half-cell reaction $\\mathrm{Fe}^{3+}(a q)$.", None, "V"),
+    ("... What is the probability of $I_2$ populating the $n=2$ level if the temperature is 298 K?", None,
+     "dimensionless"),
+    ("... What is the overall quantum yield for this photochemical process?", None, "dimensionless"),
+    # a trailing decimal point before a unit does not end the asking sentence
+    ("Assuming that it is constant, calculate $\\Delta G_f^{\\circ}$ for $\\mathrm{Fe}(g)$ at 400. K.", None,
+     "J/mol"),
 ])
 def test_target(text, unit, dims_of):
     t = extract_target(text)

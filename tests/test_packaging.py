@@ -27,7 +27,8 @@ def test_wheel_holds_every_config_and_data_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     confs = {p.relative_to(REPO).as_posix() for p in (REPO / "pcr_ray" / "conf").rglob("*.yaml")}
     assert confs and confs <= names, sorted(confs - names)
-    for f in ("pcr_ray/core/primitives/PRIMITIVES.md", "pcr_ray/examples/car_from_rest.json", "pcr_ray/py.typed"):
+    for f in ("pcr_ray/core/primitives/PRIMITIVES.md", "pcr_ray/examples/car_from_rest.json", "pcr_ray/py.typed",
+              "pcr_ray/data/scibench_gold.jsonl"):
         assert f in names
 
 
@@ -52,3 +53,6 @@ def test_installed_package_runs_from_another_directory(wheel: Path, tmp_path: Pa
     verify = subprocess.run([sys.executable, "-m", "pcr_ray", "verify", str(example)], cwd=work, env=env,
                             capture_output=True, text=True, timeout=120)
     assert verify.returncode == 0 and "valid" in verify.stdout.lower(), verify.stdout + verify.stderr
+    gold = subprocess.run([sys.executable, "-c", "from pcr_ray.data.scibench_gold import read_gold_records as r; "
+                           "print(len(r()))"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert gold.returncode == 0 and gold.stdout.split() == ["34"], gold.stdout + gold.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from pcr_ray.core.units import (
@@ -33,6 +35,11 @@ CASES = [
     ("W/(m^2*K^4)", 1.0, (0, 1, -3, 0, -4, 0, 0, 0, 0)), ("m/(s^2)", 1.0, (1, 0, -2, 0, 0, 0, 0, 0, 0)),
     ("g", 1e-3, M), ("dimensionless", 1.0, DIMENSIONLESS), ("", 1.0, DIMENSIONLESS),
     (r"\AA", 1e-10, L), ("USD/hour", 1 / 3600, (0, 0, -1, 0, 0, 0, 0, 1, 0)),
+    # SciBench worked solutions: revolutions, and LaTeX wrappers with braces nested inside
+    ("rev", 2 * math.pi, DIMENSIONLESS), ("revs", 2 * math.pi, DIMENSIONLESS),
+    (r"\mathrm{rev} / \mathrm{s}", 2 * math.pi, (0, 0, -1, 0, 0, 0, 0, 0, 0)),
+    (r"10^{-5}~\mathrm{m^2~s^{-1}}", 1e-5, (2, 0, -1, 0, 0, 0, 0, 0, 0)),
+    (r"\text{~J~mol^{-1}~K^{-1}}", 1.0, (2, 1, -2, 0, -1, -1, 0, 0, 0)),
 ]
 
 
@@ -56,7 +63,7 @@ def test_conversion_and_wrong_dimension():
         convert(1, "m", "s")
 
 
-@pytest.mark.parametrize("bad", ["blorps", "m/s/furlongz", "kg**", "1 +", 12, "x" * 300])
+@pytest.mark.parametrize("bad", ["blorps", "m/s/furlongz", "kg**", "1 +", 12, "x" * 300, r"\mathrm{m^{2}"])
 def test_bad_units_raise_unit_error(bad):
     with pytest.raises(UnitError):
         unit_info(bad)

@@ -37,6 +37,7 @@ PROJECT_UNIT_DEFINITIONS: tuple[str, ...] = (
     "EUR = 1 USD = euro",  # no exchange rates: a currency is a currency
     "GBP = 1 USD = pound_sterling",
     "item = [count] = each = ea",
+    "rev = revolution",  # Halliday's '20.0 rev'; pint knows revolution and turn only
 )
 # Countable nouns registered as `[count]` units (plurals are handled by pint's suffix rule).
 DEFAULT_COUNT_UNITS: tuple[str, ...] = (
@@ -146,6 +147,24 @@ _COUNT_WORD = re.compile(r"\b(?:counts?|cats?|bags?|units?)\b")
 _CURRENCY_WORDS = re.compile(r"^\s*(\$|dollars?|usd|US\$)\s*$", re.IGNORECASE)
 
 
+_WRAPPER_RE = re.compile(r"\\(?:mathrm|text|operatorname)\s*\{")
+
+
+def _unwrap(s: str) -> str:
+    """`\\mathrm{...}`, `\\text{...}` and `\\operatorname{...}` replaced by their contents, braces nested inside kept
+    ('\\mathrm{m^2~s^{-1}}' -> ' m^2~s^{-1} '); an unclosed wrapper is left for pint to refuse."""
+    while (m := _WRAPPER_RE.search(s)) is not None:
+        depth, k = 1, m.end()
+        while k < len(s) and depth:
+            depth += {"{": 1, "}": -1}.get(s[k], 0)
+            k += 1
+        if depth:
+            return s
+        inner = s[m.end():k - 1].strip()
+        s = s[:m.start()] + " " + (inner[1:] if inner.startswith("~") else inner) + " " + s[k:]
+    return s
+
+
 def normalize_unit_text(text: str) -> tuple[float, str]:
     """Split a leading power-of-ten factor off and rewrite LaTeX/colloquial spellings for pint.
 
@@ -160,7 +179,7 @@ def normalize_unit_text(text: str) -> tuple[float, str]:
         s = m.group(3)
     if _CURRENCY_WORDS.match(s):
         return factor, "USD"
-    s = s.replace("%", " percent ")
+    s = _unwrap(s.replace("%", " percent "))
     s = _COUNT_WORD.sub("item", s)
     for pat, rep in _REWRITES:
         s = pat.sub(rep, s)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from pcr_ray.core.trace import Given
-from pcr_ray.core.units import DEFAULT_COUNT_UNITS, DIMENSIONLESS, Dims, UnitInfo, try_unit_info, unit_info
+from pcr_ray.core.units import BASE_DIMS, DEFAULT_COUNT_UNITS, DIMENSIONLESS, Dims, UnitInfo, try_unit_info, unit_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,8 @@ _SI_PREFIXES: dict[str, str] = {
 UNIT_SYMBOLS: frozenset[str] = frozenset(
     {s for s in _SI_PREFIXES} | {p + s for s, ps in _SI_PREFIXES.items() for p in ps}
     | {"min", "h", "hr", "yr", "km/h", "mph", "kph", "ft", "yd", "mi", "lb", "lbs", "oz", "gal", "mL", "ml", "atm",
-       "rpm", "°", "°C", "°F", "degC", "degF", "rad", "sr", "kWh", "Wh", "psi", "USD", "torr", "Torr"}
+       "rpm", "°", "°C", "°F", "degC", "degF", "rad", "sr", "kWh", "Wh", "psi", "USD", "torr", "Torr",
+       "rev", "cP", "mP", "uP", "μP"}
 )
 _COUNT_WORDS: frozenset[str] = frozenset(w for w in DEFAULT_COUNT_UNITS if not w.endswith("_"))
 # Words that are not quantities' units but may sit between a number and its noun ('48 of her friends').
@@ -223,7 +224,7 @@ _VERBISH = frozenset({"can", "cans_", "will", "do", "does", "did", "are", "is", 
 
 # ---------------------------------------------------------------- reading a unit after a number
 
-_ATOM = r"(?:[A-Za-zμΩ°][A-Za-zμΩ°]*)(?:\s*\^\s*\(?\s*[-+]?\d+\s*\)?)?"
+_ATOM = r"(?:[A-Za-zμΩ°][A-Za-zμΩ°]*)(?:\s*\^\s*(?:\(\s*[-+]?\d+\s*\)|[-+]?\d+))?"
 _ATOM_RE = re.compile(_ATOM)
 _SEP_RE = re.compile(r"\s*(?:/|\*|·|×|\bper\b)\s*|\s+(?=[A-Za-zμΩ°]+\s*\^)")
 _SQ_RE = re.compile(r"^(?:square|sq\.?)\s+", re.IGNORECASE)
@@ -409,6 +410,11 @@ _CHANGE_WORDS = r"(?:rise|increase|change|drop|decrease|difference|fall|gain)"
 _CHANGE_BEFORE_RE = re.compile(rf"(?:\bby|\b{_CHANGE_WORDS}\s+of)\s*$", re.IGNORECASE)
 
 
+# '300. K', '300 . K': a trailing decimal point that marks the zeros significant (Engel's thermodynamics), then a
+# unit symbol; the article 'A' after a sentence's last number ('... 12. A friend') is not read as amperes
+_TRAILING_POINT_RE = re.compile(r" ?\.\s+([A-Za-zμΩ°]+)(?![A-Za-zμΩ°])(?<!\bA)")
+
+
 def scan_quantities(text: str) -> list[Mention]:
     """Every quantity in a (normalised) text, in order: numbers with their units, number words, factors, rest."""
     out: list[Mention] = []
@@ -452,6 +458,9 @@ def scan_quantities(text: str) -> list[Mention]:
                 v *= 12
                 end = b + dz.end()
             u, e = read_unit(text, end)
+            if not u and m.group("num") and (tp := _TRAILING_POINT_RE.match(text, end)) is not None \
+                    and tp.group(1) in UNIT_SYMBOLS:
+                u, e = read_unit(text, tp.end(0) - len(tp.group(1)))
             if u:
                 unit, end = u, e
                 kind = "percent" if u == "percent" else kind
@@ -507,6 +516,27 @@ def scan_quantities(text: str) -> list[Mention]:
     for m in _STOP_RE.finditer(text):
         out.append(Mention(0.0, "m/s", m.start(), m.end(), m.group(0), "rest"))
     out.sort(key=lambda x: x.start)
+    return _share_units(text, out)
+
+
+_CURRENCY, _COUNT = BASE_DIMS.index("[currency]"), BASE_DIMS.index("[count]")
+_SHARED_UNIT_GAP = re.compile(r"\s*,?\s*(?:and|or)\s*")
+
+
+def _share_units(text: str, mentions: list[Mention]) -> list[Mention]:
+    """'2.25 and 3.52 kg/L': a bare number joined by 'and'/'or' to the next, which carries a physical unit (not a
+    count or currency), takes that unit."""
+    out = list(mentions)
+    for k in range(len(out) - 2, -1, -1):
+        a, b = out[k], out[k + 1]
+        if a.unit or a.kind != "number" or b.kind != "number" or not b.unit:
+            continue
+        if not _SHARED_UNIT_GAP.fullmatch(text[a.end:b.start]):
+            continue
+        info = try_unit_info(b.unit)
+        if info is None or info.dims == DIMENSIONLESS or info.dims[_CURRENCY] or info.dims[_COUNT]:
+            continue
+        out[k] = Mention(a.value, b.unit, a.start, a.end, a.text, a.kind)
     return out
 
 
@@ -570,6 +600,17 @@ _IMPLIED: tuple[tuple[str, str], ...] = (
      r"range|depth)\b|\bhow\s+(?:high|deep|tall|wide)\b|\bwhat\s+is\s+the\s+(?:distance|displacement|length|"
      r"height|wavelength|range|radius|depth|maximum\s+height|stopping\s+distance|image\s+distance|focal\s+length)"
      r"\b", "m"),
+    (r"\b(?:minimum|maximum|closest|farthest)\s+distances?\b|\b(?:predicted\s+)?range\s+of\s+flight\b|"
+     r"\bheight\s+change\b", "m"),
+    (r"\b(?:the\s+)?time\s+(?:needed|required|taken)\b", "s"),
+    (r"\bangular\s+acceleration\b", "rad/s^2"),
+    (r"\bangular\s+(?:speed|velocity)\b", "rad/s"),
+    (r"\bdiffusion\s+coefficient\b", "m^2/s"),
+    (r"\bmolar\s+entropy\b", "J/(mol*K)"),
+    (r"\bentropy\b|\\Delta\s*S\b|ΔS\b", "J/K"),
+    (r"\\Delta\s*G_\s*f|ΔG_\s*f|\bGibbs\s+energy\s+of\s+formation\b", "J/mol"),
+    (r"\bE\s*°\s+for\b|\b(?:standard\s+)?(?:reduction|cell|electrode)\s+potential\b", "V"),
+    (r"\bprobabilit(?:y|ies)\b|\bquantum\s+yield\b", "dimensionless"),
     (r"\belectric\s+field\b", "N/C"),
     (r"\bgravitational\s+(?:field|acceleration)\b", "m/s^2"),
     (r"\b(?:boiling|melting|freezing)\s+(?:point|temperature)\b", "K"),
@@ -577,7 +618,7 @@ _IMPLIED: tuple[tuple[str, str], ...] = (
     (r"\bhow\s+fast\b|\b(?:speed|velocity)\b", "m/s"),
     (r"\bacceleration\b|\bdeceleration\b", "m/s^2"),
     (r"\bmomentum\b|\bimpulse\b", "kg*m/s"),
-    (r"\b(?:net\s+|normal\s+|frictional\s+|friction\s+|tension\s+|average\s+)?force\b|\btension\b|\bweight\b",
+    (r"\b(?:net\s+|normal\s+|frictional\s+|friction\s+|tension\s+|average\s+)?force\b|\btension\b|\bweight\b|\bweigh\b",
      "N"),
     (r"\bpower\b", "W"),
     (r"\b(?:work|energy|heat|kinetic|potential\s+energy)\b", "J"),
@@ -608,9 +649,23 @@ _ASKS_CHANGE_RE = re.compile(
     re.IGNORECASE)
 
 
+def _sentences(text: str) -> list[str]:
+    """The text split after '.', '?' or '!' and whitespace, except a trailing decimal point before a unit symbol
+    ('at 400. K.' is one sentence)."""
+    out, start = [], 0
+    for m in re.finditer(r"(?<=[.?!])\s+", text):
+        if text[m.start() - 2:m.start()].rstrip(".").isdigit() and (tp := _TRAILING_POINT_RE.match(
+                text, m.start() - 1)) is not None and tp.group(1) in UNIT_SYMBOLS:
+            continue
+        out.append(text[start:m.start()])
+        start = m.end()
+    out.append(text[start:])
+    return out
+
+
 def _question_part(text: str) -> str:
     """The sentence(s) that ask: the last sentence with a '?', or the last sentence."""
-    sents = re.split(r"(?<=[.?!])\s+", text.strip())
+    sents = _sentences(text.strip())
     asks = [i for i, s in enumerate(sents) if "?" in s]
     if asks:
         tail = [s for s in sents[asks[-1] + 1:] if re.match(r"\s*(?:give|express|answer|round)", s, re.I)]
