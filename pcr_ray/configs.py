@@ -63,9 +63,11 @@ class PRMConfig:
     kind: str
     checkpoint: Optional[str]
     device: str
+    runtime: str
     int8: bool
     bf16: bool
     max_batch: int
+    cache_size: int
     ensure: dict[str, Any]
 
 
@@ -295,6 +297,7 @@ class ServeConfig:
     max_body_bytes: int
     app_name: str
     route_prefix: str
+    runtime: str
     int8: bool
     bf16: bool
     device: str

@@ -434,8 +434,8 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     from pcr_ray.serve.deploy import PRMScorerDeployment
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        on = compose(config_name="serve", overrides=["prm.bf16=true"])
-        both = compose(config_name="serve", overrides=["prm.bf16=true", "prm.int8=true"])
+        on = compose(config_name="serve", overrides=["prm.runtime=torch", "prm.int8=false", "prm.bf16=true"])
+        both = compose(config_name="serve", overrides=["prm.bf16=true"])  # on top of the default int8
     s = ServeSettings.from_mapping(OmegaConf.to_container(on, resolve=True))
     assert s.bf16 and not s.int8 and not ServeSettings().bf16
     with pytest.raises(ValueError, match="int8 and bf16"):
