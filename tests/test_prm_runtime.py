@@ -14,7 +14,7 @@ from pcr_ray.configs import ConfigError, check, compose
 from pcr_ray.pipeline.actors import prm_cache_stats
 from pcr_ray.prm.build import build_scorer, check_runtime
 from pcr_ray.prm.checkpoints import ensure_checkpoint
-from pcr_ray.prm.onnx_runtime import FILES, checkpoint_key, exported, load_onnx
+from pcr_ray.prm.onnx_runtime import FILES, checkpoint_key, exported
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.scorer import PRMScorer
 from tests.prm_helpers import small_pairs
@@ -55,7 +55,8 @@ def test_onnx_int8_agrees_with_torch_fp32(fp32, onnx_int8, pairs):
 
 def test_onnx_fp32_export_matches_torch(checkpoint, fp32, pairs):
     # the exported graph before quantization computes what the torch model computes (batched, padded)
-    ort32 = PRMScorer(load_onnx(checkpoint, int8=False), fp32.tokenizer, max_length=160, max_batch=16)
+    ort32 = PRMScorer.from_checkpoint(checkpoint, max_length=160, max_batch=16, runtime="onnx", int8=False)
+    assert ort32.pass_size == 16 and ort32.identity["runtime"] == "onnx" and ort32.identity["int8"] is False
     assert ort32.logits(pairs) == pytest.approx(fp32.logits(pairs), abs=1e-4)
 
 
@@ -116,10 +117,11 @@ def test_runtime_settings_are_checked(checkpoint):
         check_runtime("torch", int8=True)
     with pytest.raises(ValueError, match="set prm.runtime=torch"):
         check_runtime("onnx", device="cuda", int8=True)
-    with pytest.raises(ValueError, match="prm.int8=true"):
-        check_runtime("onnx", int8=False)
+    check_runtime("onnx", int8=False)  # ONNX Runtime fp32
     with pytest.raises(ValueError, match="not both"):
         check_runtime("onnx", int8=True, bf16=True)
+    with pytest.raises(ValueError, match="bf16 scoring runs on torch"):
+        check_runtime("onnx", bf16=True)
     with pytest.raises(ValueError, match="cache_size must be >= 0"):
         build_scorer({"runtime": "torch", "int8": False, "cache_size": -1}, checkpoint)
     with pytest.raises(ValueError, match="set prm.runtime=onnx"):

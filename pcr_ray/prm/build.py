@@ -16,7 +16,7 @@ from pcr_ray.prm.base import META_FILE
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
 SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
-RUNTIMES = ("torch", "onnx")  # torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime int8, CPU
+RUNTIMES = ("torch", "onnx")  # torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime int8 or fp32, CPU
 
 
 class MissingCheckpointError(FileNotFoundError):
@@ -82,9 +82,8 @@ def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16
         if device != "cpu":
             raise ValueError(f"prm.runtime=onnx scores on CPU; with prm.device={device} set prm.runtime=torch "
                              f"prm.int8=false (prm.bf16=true scores faster on a GPU)")
-        if not int8:
-            raise ValueError("prm.runtime=onnx scores in int8 (prm.int8=true); for fp32 or bf16 set prm.runtime=torch "
-                             "(torch fp32 is the faster fp32, docs/prm.md)")
+        if bf16:
+            raise ValueError("bf16 scoring runs on torch: set prm.runtime=torch prm.int8=false prm.bf16=true")
     elif int8:
         raise ValueError("int8 scoring runs on ONNX Runtime: set prm.runtime=onnx (faster than torch's dynamic int8 "
                          "and closer to fp32, docs/prm.md)")

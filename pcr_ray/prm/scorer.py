@@ -57,11 +57,11 @@ class PRMScorer:
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
                         max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
                         runtime: str = "torch", cache_size: int = 0, threads: int | None = None) -> PRMScorer:
-        """Load a checkpoint folder. runtime: `torch` (fp32, or bf16=True) or `onnx` (int8=True: ONNX Runtime).
+        """Load a checkpoint folder. runtime: `torch` (fp32, or bf16=True) or `onnx` (ONNX Runtime, CPU, int8 or fp32).
 
-        int8 (runtime=onnx, CPU) scores with the checkpoint exported to ONNX and its weights quantized to int8
-        (pcr_ray.prm.onnx_runtime, cached per checkpoint); dynamic int8 takes its activation scale per forward
-        pass, padding included, so it scores one pair per pass and a score depends on the pair alone.
+        runtime=onnx scores with the checkpoint exported to ONNX (pcr_ray.prm.onnx_runtime, cached per
+        checkpoint), with int8=True its weights quantized to int8; dynamic int8 takes its activation scale per
+        forward pass, padding included, so it scores one pair per pass and a score depends on the pair alone.
         bf16=True scores batched under bfloat16 autocast (fp32 weights; CPUs with AVX512-BF16 or AMX, GPUs).
         threads: ONNX Runtime's intra-op threads (None: torch's thread count, i.e. the actor's CPUs).
 
@@ -82,7 +82,7 @@ class PRMScorer:
             from pcr_ray.prm.onnx_runtime import load_onnx
 
             del model
-            model = load_onnx(path, int8=True, threads=threads)
+            model = load_onnx(path, int8=int8, threads=threads)
         else:
             model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
