@@ -298,6 +298,7 @@ class ServeConfig:
     app_name: str
     route_prefix: str
     runtime: str
+    cache_size: int
     int8: bool
     bf16: bool
     device: str

@@ -60,6 +60,7 @@ class ServeSettings:
     app_name: str = "pcr_ray"
     route_prefix: str = "/"
     runtime: str = "torch"  # torch | onnx (ONNX Runtime int8, CPU): pcr_ray.prm.build.check_runtime
+    cache_size: int = 0  # logits each PRM replica keeps by (context, step) text (pcr_ray.prm.score_cache); 0: none
     int8: bool = False
     bf16: bool = False  # score batched under bfloat16 autocast (not with int8)
     device: str = "cpu"
