@@ -56,7 +56,7 @@ def step_scores(items: list[Any], checkpoint: Path, int8: bool) -> tuple[list[li
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search.scoring import pair_for
 
-    scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8)
+    scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, runtime="onnx" if int8 else "torch")
     pairs: list[tuple[str, str]] = []
     spans: list[tuple[int, int]] = []
     for it in items:
@@ -103,7 +103,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="the benchmark's seed (which traces get which error)")
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the quick CSP PRM, trained if "
                     "missing)")
-    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: dynamic int8, as the demo)")
+    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: ONNX Runtime int8, as the demo)")
     ap.add_argument("--name", default="bench_first_error", help="result name")
     ap.add_argument("--out", default=None, help="folder for the JSON and parquet (default: <cache>/first_error)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/<name>.json")

@@ -2,14 +2,17 @@
 
 Pairs are real (context, step) renderings from the pairs parquet (make-pairs' output) when present, else
 made from the example traces. The checkpoint is the cached CSP PRM when present, else an untrained MiniLM
-PRM (same architecture, so the same speed); --checkpoint picks another. Also measured: int8 (dynamic
-quantization, one pair per forward pass: dynamic quantization takes one activation scale per forward pass, padding
-included, so a batched int8 score would move with its batch-mates) and how far int8 scores move from fp32.
+PRM (same architecture, so the same speed); --checkpoint picks another. Also measured, each against torch fp32
+batched on the same pairs (speed best of --rounds alternated rounds, mean |score diff|): ONNX Runtime int8
+(`prm.runtime=onnx`, the CPU default; one pair per forward pass: dynamic quantization takes one activation scale
+per forward pass, padding included, so a batched int8 score moves with its batch-mates, also measured), ONNX
+Runtime fp32 batched, torch's dynamic int8 (one pair per pass; the runtime ONNX Runtime replaced) and bf16.
 With --train: training steps (forward, backward, AdamW) in fp32 against bfloat16 autocast (`train.precision`),
 same pairs, same run, alternated twice, and how far the bf16 loss is from the fp32 loss on the same batches.
 Writes benchmarks/results/bench_prm.json.
 
     .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64] [--checkpoint DIR]
+        [--rounds 2] [--name bench_prm_runtime]
     .venv/bin/python benchmarks/bench_prm.py --train [--train-batches 8] --name bench_prm_train
 """
 
@@ -111,6 +114,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=160)
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint folder (default: the cached csp one)")
     ap.add_argument("--name", default="bench_prm", help="result file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--rounds", type=int, default=2, help="alternated timing rounds per runtime (best is kept)")
     ap.add_argument("--train", action="store_true", help="measure training steps, fp32 against bf16 autocast, "
                     "instead of scoring")
     ap.add_argument("--train-batches", type=int, default=8, help="timed training steps per precision and round")
@@ -133,74 +137,79 @@ def main() -> None:
         write_result(args.name, res)
         return
     import torch
+    from torch.ao.quantization import quantize_dynamic
 
-    from pcr_ray.prm.model import encode_pairs
+    from pcr_ray.prm.model import encode_pairs, load_checkpoint
+    from pcr_ray.prm.onnx_runtime import export_dir, exported, load_onnx
     from pcr_ray.prm.scorer import PRMScorer
 
     pairs, source = load_pairs(args.pairs)
+    kw = {"max_batch": args.max_batch, "max_length": args.max_length}
     with tempfile.TemporaryDirectory() as tmp:
         ck, ck_desc = checkpoint(Path(tmp), args.checkpoint)
-        batched = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length)
-        q8p = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, int8=True)
-        b16 = PRMScorer.from_checkpoint(ck, max_batch=args.max_batch, max_length=args.max_length, bf16=True)
-        lengths = [len(x) for x in encode_pairs(batched.tokenizer, [p[0] for p in pairs], [p[1] for p in pairs],
+        fresh_export = not export_dir(ck).exists()
+        t0 = time.perf_counter()
+        exported(ck)
+        export_s = time.perf_counter() - t0
+        fp32 = PRMScorer.from_checkpoint(ck, **kw)
+        tq, tok, _ = load_checkpoint(ck)
+        torch_q8 = PRMScorer(quantize_dynamic(tq, {torch.nn.Linear}, dtype=torch.qint8), tok,
+                             int8=True, **kw)  # torch's dynamic int8, one pair per pass (no longer a prm option)
+        ort_q8 = PRMScorer.from_checkpoint(ck, runtime="onnx", int8=True, **kw)
+        ort_q8_batched = PRMScorer(ort_q8.model, tok, **kw)  # int8 in batches: breaks "a function of the pair alone"
+        ort_32 = PRMScorer(load_onnx(ck, int8=False), tok, **kw)
+        b16 = PRMScorer.from_checkpoint(ck, bf16=True, **kw)
+        runtimes = {"fp32_batched": fp32, "torch_int8_per_pair": torch_q8, "onnx_int8_per_pair": ort_q8,
+                    "onnx_int8_batched": ort_q8_batched, "onnx_fp32_batched": ort_32, "bf16_batched": b16}
+        lengths = [len(x) for x in encode_pairs(tok, [p[0] for p in pairs], [p[1] for p in pairs],
                                                 args.max_length, pad=False)["input_ids"]]
-        batched.score(pairs[:8])  # warm up
-        q8p.score(pairs[:8])
-        b16.score(pairs[:8])
+        for sc in runtimes.values():
+            sc.score(pairs[:8])  # warm up
         t0 = time.perf_counter()
-        single_scores = [batched.score([p])[0] for p in pairs[: args.single]]
-        t_single = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        batch_scores = batched.score(pairs)
-        t_batch = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        q8p_scores = q8p.score(pairs)
-        t_q8p = time.perf_counter() - t0
-        q8_single = [q8p.score([p])[0] for p in pairs[: args.single]]
-        t0 = time.perf_counter()
-        b16_scores = b16.score(pairs)
-        t_b16 = time.perf_counter() - t0
-        b16_single = [b16.score([p])[0] for p in pairs[: args.single]]
-    max_diff = max(abs(a - b) for a, b in zip(single_scores, batch_scores, strict=False))
-    single_rate = args.single / t_single
-    batch_rate = len(pairs) / t_batch
-    q8p_rate = len(pairs) / t_q8p
-    b16_rate = len(pairs) / t_b16
-    b16_alone = [abs(a - b) for a, b in zip(b16_single, b16_scores, strict=False)]
-    res = {
-        "machine": machine_info(), "torch_threads": torch.get_num_threads(), "pairs_source": source,
-        "checkpoint": ck_desc, "pairs": len(pairs), "single_pairs": args.single, "max_batch": args.max_batch,
-        "max_length": args.max_length, "mean_tokens": round(statistics.fmean(lengths), 1),
-        "one_at_a_time_steps_per_s": round(single_rate, 1), "batched_steps_per_s": round(batch_rate, 1),
-        "batched_over_single": round(batch_rate / single_rate, 2),
-        "max_abs_score_diff_single_vs_batched": max_diff,
-        "int8_per_pair_steps_per_s": round(q8p_rate, 1),
-        "int8_per_pair_over_fp32_batched": round(q8p_rate / batch_rate, 2),
-        "int8_per_pair_mean_abs_score_diff_vs_fp32": round(statistics.fmean(
-            abs(a - b) for a, b in zip(q8p_scores, batch_scores, strict=True)), 4),
-        "int8_per_pair_equals_scored_alone": q8p_scores[: args.single] == q8_single,
-        "bf16_batched_steps_per_s": round(b16_rate, 1), "bf16_over_fp32_batched": round(b16_rate / batch_rate, 2),
-        "bf16_over_int8_per_pair": round(b16_rate / q8p_rate, 2),
-        "bf16_mean_abs_score_diff_vs_fp32": round(statistics.fmean(
-            abs(a - b) for a, b in zip(b16_scores, batch_scores, strict=True)), 4),
-        "bf16_max_abs_score_diff_vs_fp32": round(max(abs(a - b) for a, b in zip(b16_scores, batch_scores,
-                                                                                strict=True)), 4),
-        "bf16_max_abs_score_diff_single_vs_batched": round(max(b16_alone), 4),
-        "bf16_mean_abs_score_diff_single_vs_batched": round(statistics.fmean(b16_alone), 5),
+        single_scores = [fp32.score([p])[0] for p in pairs[: args.single]]
+        single_rate = args.single / (time.perf_counter() - t0)
+        rate: dict[str, float] = {}
+        scores: dict[str, list[float]] = {}
+        for _ in range(max(1, args.rounds)):
+            for name, sc in runtimes.items():
+                t0 = time.perf_counter()
+                scores[name] = sc.score(pairs)
+                rate[name] = max(rate.get(name, 0.0), len(pairs) / (time.perf_counter() - t0))
+        alone = {name: [sc.score([p])[0] for p in pairs[: args.single]] for name, sc in runtimes.items()
+                 if name != "fp32_batched"}
+    ref = scores["fp32_batched"]
+    res: dict[str, object] = {
+        "machine": machine_info(), "torch_threads": torch.get_num_threads(), "onnx_threads": ort_q8.model.threads,
+        "pairs_source": source, "checkpoint": ck_desc, "pairs": len(pairs), "single_pairs": args.single,
+        "max_batch": args.max_batch, "max_length": args.max_length, "rounds": args.rounds,
+        "mean_tokens": round(statistics.fmean(lengths), 1),
+        "onnx_export_s": round(export_s, 1) if fresh_export else None,
+        "one_at_a_time_steps_per_s": round(single_rate, 1), "batched_steps_per_s": round(rate["fp32_batched"], 1),
+        "batched_over_single": round(rate["fp32_batched"] / single_rate, 2),
+        "max_abs_score_diff_single_vs_batched": max(abs(a - b) for a, b in zip(single_scores, ref, strict=False)),
     }
+    for name in runtimes:
+        if name == "fp32_batched":
+            continue
+        diffs = [abs(a - b) for a, b in zip(scores[name], ref, strict=True)]
+        gaps = [abs(a - b) for a, b in zip(alone[name], scores[name], strict=False)]
+        res.update({f"{name}_steps_per_s": round(rate[name], 1),
+                    f"{name}_over_fp32_batched": round(rate[name] / rate["fp32_batched"], 2),
+                    f"{name}_mean_abs_score_diff_vs_fp32": round(statistics.fmean(diffs), 4),
+                    f"{name}_max_abs_score_diff_vs_fp32": round(max(diffs), 4),
+                    f"{name}_equals_scored_alone": alone[name] == scores[name][: args.single],
+                    f"{name}_max_abs_score_diff_alone_vs_among_others": round(max(gaps), 5)})
+    res["onnx_int8_per_pair_over_torch_int8_per_pair"] = round(rate["onnx_int8_per_pair"]
+                                                               / rate["torch_int8_per_pair"], 2)
     print(f"pairs: {len(pairs)} from {source}; mean {res['mean_tokens']} tokens; {ck_desc}; "
-          f"{res['torch_threads']} torch threads")
-    print(f"one at a time : {res['one_at_a_time_steps_per_s']:>8} steps/s")
-    print(f"batched fp32  : {res['batched_steps_per_s']:>8} steps/s  ({res['batched_over_single']}x one at a time)")
-    print(f"int8 per pair : {res['int8_per_pair_steps_per_s']:>8} steps/s  ({res['int8_per_pair_over_fp32_batched']}x "
-          f"fp32; mean |score diff| {res['int8_per_pair_mean_abs_score_diff_vs_fp32']}; the default)")
-    print(f"batched bf16  : {res['bf16_batched_steps_per_s']:>8} steps/s  ({res['bf16_over_fp32_batched']}x fp32, "
-          f"{res['bf16_over_int8_per_pair']}x int8 per pair; mean |score diff| "
-          f"{res['bf16_mean_abs_score_diff_vs_fp32']}, alone vs batched up to "
-          f"{res['bf16_max_abs_score_diff_single_vs_batched']})")
-    print(f"max |score diff| one-at-a-time vs batched: fp32 {max_diff:.2e}; int8 per pair equals scored alone: "
-          f"{res['int8_per_pair_equals_scored_alone']}")
+          f"{res['torch_threads']} torch threads, {res['onnx_threads']} ONNX Runtime threads")
+    print(f"{'one at a time':<20}: {res['one_at_a_time_steps_per_s']:>7} steps/s")
+    print(f"{'fp32_batched':<20}: {res['batched_steps_per_s']:>7} steps/s  ({res['batched_over_single']}x one at a "
+          f"time)")
+    for name in [n for n in runtimes if n != "fp32_batched"]:
+        print(f"{name:<20}: {res[f'{name}_steps_per_s']:>7} steps/s  ({res[f'{name}_over_fp32_batched']}x fp32; "
+              f"mean |score diff| {res[f'{name}_mean_abs_score_diff_vs_fp32']}; alone == among others: "
+              f"{res[f'{name}_equals_scored_alone']})")
     write_result(args.name, res)
 
 

@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the cached csp one)")
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 4, 8])
-    ap.add_argument("--int8", action="store_true", help="dynamic int8 PRM")
+    ap.add_argument("--int8", action="store_true", help="ONNX Runtime int8 PRM")
     ap.add_argument("--seed", type=int, default=5)
     args = ap.parse_args()
 
@@ -43,7 +43,8 @@ def main() -> None:
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
     ck = args.checkpoint or ensure_checkpoint("csp")
-    scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, max_batch=64, max_length=160)
+    scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, runtime="onnx" if args.int8 else "torch", max_batch=64,
+                                       max_length=160)
     pool = [p for p in generate_problems(400, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
     scorer.score([("warm up", "x = mul(x=a, y=b) [m]")])

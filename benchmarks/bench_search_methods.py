@@ -110,7 +110,7 @@ def main() -> None:
     ap.add_argument("--enum-seed", type=int, default=0,
                     help="the enumerator's seed (which candidates the sampled part of the cap holds)")
     ap.add_argument("--gsm8k-coverage", default="any", choices=["any", "all"])
-    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: int8 dynamic quantization)")
+    ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: ONNX Runtime int8)")
     ap.add_argument("--bf16", action="store_true", help="score batched under bfloat16 autocast instead of int8 "
                     "(CPUs with AVX512-BF16 or AMX)")
     ap.add_argument("--device", default="cpu",
@@ -141,7 +141,8 @@ def main() -> None:
     from pcr_ray.search.gold_oracle import GoldPathScorer
 
     def load(path: Any) -> Any:
-        return PRMScorer.from_checkpoint(path, int8=not (args.fp32 or args.bf16) and args.device == "cpu",
+        return PRMScorer.from_checkpoint(path, int8=(q8 := not (args.fp32 or args.bf16) and args.device == "cpu"),
+                                         runtime="onnx" if q8 else "torch",
                                          max_batch=64, device=args.device,
                                          max_length=args.max_length,
                                          bf16=args.bf16)

@@ -137,7 +137,8 @@ def main() -> None:
     sets = {name: _states(probs, args.cap) for name, probs in _problems(args).items()}
     out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "results": {}}
     for ck in args.checkpoints:
-        scorer = PRMScorer.from_checkpoint(ck, int8=not (args.fp32 or args.bf16) and args.device == "cpu",
+        scorer = PRMScorer.from_checkpoint(ck, int8=(q8 := not (args.fp32 or args.bf16) and args.device == "cpu"),
+                                           runtime="onnx" if q8 else "torch",
                                            max_batch=64, device=args.device,
                                            max_length=args.max_length,
                                            bf16=args.bf16)

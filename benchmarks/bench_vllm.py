@@ -93,7 +93,7 @@ def _search_split(proxy, n: int) -> dict:
 
     ps = [SearchProblem.from_problem(p, givens="gold") for p in generate_problems(200, seed=11)
           if p.gold_steps and p.gold_steps <= 2][:n]
-    prm = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=True, max_batch=64)
+    prm = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64)
     t0 = time.perf_counter()
     res = run_search(ps, proxy, prm, SearchConfig(method="nsprm", beam_width=2, k=4, max_steps=3, max_retries=2,
                                                   max_backtracks=0))

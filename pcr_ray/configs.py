@@ -80,9 +80,11 @@ class PRMConfig:
     kind: str
     checkpoint: Optional[str]
     device: str
+    runtime: str
     int8: bool
     bf16: bool
     max_batch: int
+    cache_size: int
     ensure: dict[str, Any]
 
 
@@ -312,6 +314,8 @@ class ServeConfig:
     max_body_bytes: int
     app_name: str
     route_prefix: str
+    runtime: str
+    cache_size: int
     int8: bool
     bf16: bool
     device: str

@@ -169,6 +169,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         "search_workers": int(pcfg["num_search_workers"]),
         "pipeline_failures": stats.failures if stats else [],
         "actors": actor_info,
+        "prm_cache": act.prm_cache_stats(actor_info),
     }
     metrics = compute_metrics(rows, [s.label for s in specs], extra)
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))

@@ -30,8 +30,9 @@ def prm():
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
 
-    # int8, one pair per forward pass (the default): a score depends on the pair alone, as in fp32, at ~2x the speed
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=True, max_batch=64, max_length=160)
+    # ONNX Runtime int8, one pair per forward pass (the default): a score depends on the pair alone, as in fp32
+    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64,
+                                     max_length=160)
 
 
 def _rows(n: int, seed: int = 5) -> list[dict]:

@@ -97,25 +97,6 @@ def test_scorer_scores_at_the_checkpoints_trained_length_unless_told(minilm_chec
     assert default.score(long_pair) != short.score(long_pair)
 
 
-def test_int8_scorer_quantizes_linear_layers(minilm_checkpoint):
-    q = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True)
-    assert q.identity["int8"] is True
-    qlinear = [m for m in q.model.modules() if "quantized" in type(m).__module__ and "Linear" in type(m).__name__]
-    assert len(qlinear) >= 6 * 6  # every transformer Linear of MiniLM's 6 layers (and the head) is int8
-    s = q.score(PAIRS)
-    assert all(0.0 <= x <= 1.0 for x in s)
-    with pytest.raises(ValueError, match="CPU"):
-        PRMScorer.from_checkpoint(minilm_checkpoint, int8=True, device="cuda")
-
-
-def test_int8_scores_depend_on_the_pair_alone(minilm_checkpoint):
-    # dynamic int8 takes one activation scale per forward pass: scored one pair per pass, a pair's score is the
-    # same alone and among others, in any order
-    q = PRMScorer.from_checkpoint(minilm_checkpoint, int8=True)
-    alone = [q.score([p])[0] for p in PAIRS]
-    assert q.score(PAIRS) == alone and q.score(PAIRS[::-1]) == alone[::-1]
-
-
 def test_bf16_scorer_runs_batched_under_autocast_close_to_fp32(minilm_checkpoint):
     fp32 = PRMScorer.from_checkpoint(minilm_checkpoint)
     b16 = PRMScorer.from_checkpoint(minilm_checkpoint, bf16=True)

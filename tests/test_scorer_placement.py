@@ -20,8 +20,10 @@ def test_gpus_per_actor_follows_the_device_unless_set() -> None:
 
 
 def test_placements_that_cannot_work_are_refused_with_the_fix() -> None:
-    with pytest.raises(ValueError, match=r"prm\.int8=false"):
+    with pytest.raises(ValueError, match=r"prm\.runtime=torch prm\.int8=false"):
         scorer_placement({"device": "cuda", "int8": True}, {})
+    with pytest.raises(ValueError, match=r"prm\.runtime=torch prm\.int8=false"):
+        scorer_placement({"device": "cuda", "runtime": "onnx", "int8": False}, {})
     with pytest.raises(ValueError, match="set gpus_per_actor"):
         scorer_placement({"device": "cuda"}, {"gpus_per_actor": 0})
     with pytest.raises(ValueError, match=">= 0"):
@@ -55,12 +57,13 @@ def test_scoring_commands_stop_before_any_work_when_the_gpu_is_missing(ray_sessi
                                                                       monkeypatch) -> None:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     need = ray_session.cluster_resources().get("GPU", 0.0) + 1.0
-    values = {"prm": {"checkpoint": str(tmp_path), "device": "cuda", "int8": False}, "gpus_per_actor": need,
+    values = {"prm": {"checkpoint": str(tmp_path), "device": "cuda", "runtime": "torch", "int8": False},
+              "gpus_per_actor": need,
               "pairs_dir": str(tmp_path)}
     if command is mine_pairs:
         values["sources"] = [{"name": "physics", "kwargs": {"n": 2}}]
     (tmp_path / "train").mkdir()
     (tmp_path / "prm.json").write_text("{}")  # a checkpoint folder by its marker file: nothing is loaded
     cfg = compose(command.__name__, values=values)
-    with pytest.raises(ValueError, match="GPU"):
+    with pytest.raises(ValueError, match=r"need [\d.]+ GPU\(s\)"):
         command(cfg)

@@ -25,7 +25,8 @@ def prm():
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
 
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=True, max_batch=64, max_length=160)
+    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64,
+                                     max_length=160)
 
 
 class CountingScorer:

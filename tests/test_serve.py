@@ -410,6 +410,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
     s = ServeSettings.from_mapping(OmegaConf.to_container(cfg, resolve=True))
     assert (s.host, s.port, s.max_batch_size, s.kind) == ("127.0.0.1", 8001, 16, "csp")
     assert s.scorer_max_length is None  # scores at the length the checkpoint was trained at, as evaluation does
+    assert (s.runtime, s.int8, s.cache_size) == ("onnx", True, 50000)  # the prm config's scoring settings
     r = ServeSettings.from_mapping(OmegaConf.to_container(rnd, resolve=True))
     assert (r.kind, r.checkpoint) == ("random", "/tmp/x")
     deploy = yaml.safe_load((REPO / "cluster" / "serve_config.yaml").read_text())
@@ -438,14 +439,14 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     from pcr_ray.serve.deploy import PRMScorerDeployment
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        on = compose(config_name="serve", overrides=["prm.bf16=true"])
-        both = compose(config_name="serve", overrides=["prm.bf16=true", "prm.int8=true"])
+        on = compose(config_name="serve", overrides=["prm.runtime=torch", "prm.int8=false", "prm.bf16=true"])
+        both = compose(config_name="serve", overrides=["prm.bf16=true"])  # on top of the default int8
     s = ServeSettings.from_mapping(OmegaConf.to_container(on, resolve=True))
     assert s.bf16 and not s.int8 and not ServeSettings().bf16
     with pytest.raises(ValueError, match="int8 and bf16"):
         ServeSettings.from_mapping(OmegaConf.to_container(both, resolve=True))
 
-    replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16)
+    replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16, cache_size=64)
     assert replica.info()["bf16"] is True and replica.info()["int8"] is False
     pairs = expected_pairs("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", EXAMPLE)
     served = asyncio.run(replica.score(pairs))  # the replica's own scoring path
@@ -453,6 +454,8 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     offline_fp32 = PRMScorer.from_checkpoint(checkpoint).score(pairs)
     assert served == pytest.approx(offline_bf16, abs=1e-6)
     assert served != pytest.approx(offline_fp32, abs=1e-7)  # the replica really scored in bf16
+    assert asyncio.run(replica.score(pairs)) == served  # asked again: the replica's score cache answers
+    assert replica.info()["cache"]["hits"] == len(pairs) == replica.info()["cache"]["misses"]
 
 
 def test_cli_prints_config(capsys: pytest.CaptureFixture[str]) -> None:

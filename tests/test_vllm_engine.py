@@ -77,7 +77,7 @@ def prm():
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer
 
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), int8=True, max_batch=64)
+    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64)
 
 
 def _problems(n: int, max_steps: int = 2) -> list[SearchProblem]:

@@ -213,8 +213,10 @@ class PRMActor:
         return out
 
     def info(self) -> dict[str, Any]:
+        cache = getattr(self.scorer, "cache", None)
         return {"identity": dict(getattr(self.scorer, "identity", {}) or {}), "pid": os.getpid(),
-                "calls": self.calls, "pairs": self.pairs, "seconds": self.seconds}
+                "calls": self.calls, "pairs": self.pairs, "seconds": self.seconds,
+                "cache": cache.stats() if cache is not None else None}
 
 
 def _set_threads(n: int) -> None:
@@ -402,6 +404,13 @@ def connect(ref: ActorRef | None) -> Any:
     if ref.kind == "generator":
         return GeneratorProxy(handles, ref.uses_feedback, slot=slot)
     return ScorerProxy(handles, slot=slot)
+
+
+def prm_cache_stats(info: Mapping[str, Any]) -> dict[str, Any]:
+    """{hits, misses, hit_rate} summed over the PRM actors in `info` (actor_stats' answer); zeros without any."""
+    caches = [v["cache"] for n, v in info.items() if n.startswith("pcr-prm-") and (v or {}).get("cache")]
+    hits, misses = sum(c["hits"] for c in caches), sum(c["misses"] for c in caches)
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / (hits + misses), 4) if hits + misses else 0.0}
 
 
 def actor_stats(refs: Sequence[ActorRef | None]) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def scorer_placement(prm: Mapping[str, Any], cfg: Mapping[str, Any]) -> ScorerPl
     """`prm.device` and the job's `gpus_per_actor` (null: 1 on CUDA, 0 on CPU), checked for consistency.
 
     Raises ValueError when they cannot work together: a CUDA scorer in an actor given no GPU (Ray hides every GPU
-    from such an actor), or int8 scoring (CPU-only dynamic quantization) on CUDA.
+    from such an actor), or int8 / ONNX Runtime scoring (CPU only) on CUDA.
     """
     device = str(prm.get("device") or "cpu")
     cuda = device.startswith("cuda")
@@ -95,9 +95,9 @@ def scorer_placement(prm: Mapping[str, Any], cfg: Mapping[str, Any]) -> ScorerPl
     gpus = (1.0 if cuda else 0.0) if raw is None else float(raw)
     if gpus < 0:
         raise ValueError(f"gpus_per_actor must be >= 0, got {raw}")
-    if cuda and bool(prm.get("int8")):
-        raise ValueError(f"prm.int8 is dynamic quantization for CPUs; with prm.device={device} set prm.int8=false "
-                         f"(prm.bf16=true scores faster on a GPU)")
+    if cuda and (bool(prm.get("int8")) or prm.get("runtime") == "onnx"):
+        raise ValueError(f"prm.int8 (ONNX Runtime, prm.runtime=onnx) scores on CPUs; with prm.device={device} set "
+                         f"prm.runtime=torch prm.int8=false (prm.bf16=true scores faster on a GPU)")
     if cuda and gpus == 0 and bool(cfg.get("use_ray", True)):
         raise ValueError(f"prm.device={device} needs a GPU in each PRM actor: set gpus_per_actor (e.g. 1, or 0.5 "
                          f"to share one GPU between two actors), or prm.device=cpu")

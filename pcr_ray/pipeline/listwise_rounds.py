@@ -65,8 +65,9 @@ def _train_scaling(args: argparse.Namespace) -> list[str]:
 
 def _mining_placement(args: argparse.Namespace) -> list[str]:
     if args.gpus > 0:  # Ray Data over GPU actors, batched bf16 scoring
-        return ["prm.device=cuda", "prm.int8=false", "prm.bf16=true", "use_ray=true", f"actors={args.gpus}"]
-    return ["prm.device=cpu", "prm.int8=true", "use_ray=false"]  # the README's CPU runs
+        return ["prm.device=cuda", "prm.runtime=torch", "prm.int8=false", "prm.bf16=true", "use_ray=true",
+                f"actors={args.gpus}"]
+    return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # the README's CPU runs
 
 
 def recipe(args: argparse.Namespace) -> list[RecipeStep]:

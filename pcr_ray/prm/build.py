@@ -15,7 +15,8 @@ from pcr_ray.prm.base import META_FILE
 
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
-SCORER_KEYS = ("device", "int8", "bf16", "max_batch")
+SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
+RUNTIMES = ("torch", "onnx")  # torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime int8 or fp32, CPU
 
 
 class MissingCheckpointError(FileNotFoundError):
@@ -69,3 +70,20 @@ def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = Non
     kw = {k: prm_cfg[k] for k in SCORER_KEYS if prm_cfg.get(k) is not None}
     kw.update(overrides)
     return PRMScorer.from_checkpoint(path, **kw)
+
+
+def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16: bool = False) -> None:
+    """ValueError naming the setting to change when runtime, device, int8 and bf16 cannot work together."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"prm.runtime must be one of {RUNTIMES}, got {runtime!r}")
+    if int8 and bf16:
+        raise ValueError("choose one of int8 and bf16 scoring, not both")
+    if runtime == "onnx":
+        if device != "cpu":
+            raise ValueError(f"prm.runtime=onnx scores on CPU; with prm.device={device} set prm.runtime=torch "
+                             f"prm.int8=false (prm.bf16=true scores faster on a GPU)")
+        if bf16:
+            raise ValueError("bf16 scoring runs on torch: set prm.runtime=torch prm.int8=false prm.bf16=true")
+    elif int8:
+        raise ValueError("int8 scoring runs on ONNX Runtime: set prm.runtime=onnx (faster than torch's dynamic int8 "
+                         "and closer to fp32, docs/prm.md)")

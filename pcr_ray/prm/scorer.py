@@ -1,4 +1,4 @@
-"""PRMScorer: batched, length-sorted scoring of (context, step) pairs under torch.inference_mode.
+"""PRMScorer: batched, length-sorted scoring of (context, step) pairs (torch or ONNX Runtime), with a score cache.
 
 The one scoring class: the evaluation pipeline's PRM actors and the Serve app both wrap it.
 """
@@ -15,26 +15,31 @@ from typing import Any
 
 import torch
 
+from pcr_ray.prm.build import check_runtime
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
+from pcr_ray.prm.score_cache import ScoreCache
 
 
 class PRMScorer:
     """Scores (context, step) pairs -> r in [0, 1]; dynamic batching: sort by length, batches of <= max_batch.
 
-    A dynamically quantized (int8) model takes its activation scale per forward pass, so it scores one pair
-    per pass: a pair's score is then a function of the pair alone, as in fp32.
+    `model` is a PRMModel (torch) or an OnnxPRM (pcr_ray.prm.onnx_runtime). A dynamically quantized (int8) model
+    takes its activation scale per forward pass, so it scores one pair per pass: a pair's score is then a
+    function of the pair alone, as in fp32.
     `bf16` runs the batched forward pass under bfloat16 autocast (no quantization scales: batched like fp32).
+    `cache_size` > 0 keeps that many logits by (context, step) text (ScoreCache): a pair asked for again is not
+    scored again; `cache.stats()` counts hits and misses.
     """
 
-    def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
+    def __init__(self, model: Any, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
                  max_length: int = 256, identity: dict[str, Any] | None = None, int8: bool = False,
-                 bf16: bool = False) -> None:
+                 bf16: bool = False, cache_size: int = 0) -> None:
         if max_batch < 1 or max_length < 8:
             raise ValueError("max_batch must be >= 1 and max_length >= 8")
         if int8 and bf16:
             raise ValueError("choose one of int8 and bf16 scoring, not both")
-        self.model = model.eval()
+        self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.tokenizer = tokenizer
         self.device = torch.device(device)
         self.int8 = bool(int8)
@@ -44,25 +49,26 @@ class PRMScorer:
         self.max_batch = int(max_batch)
         self.max_length = int(max_length)
         self.identity: dict[str, Any] = dict(identity or {})
+        self.cache = ScoreCache(cache_size)
         self.calls = 0
         self.pairs_scored = 0
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
-                        max_batch: int = 64, max_length: int | None = None, bf16: bool = False) -> PRMScorer:
-        """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
+                        max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
+                        runtime: str = "torch", cache_size: int = 0, threads: int | None = None) -> PRMScorer:
+        """Load a checkpoint folder. runtime: `torch` (fp32, or bf16=True) or `onnx` (ONNX Runtime, CPU, int8 or fp32).
 
-        Dynamic int8 takes its activation scale per forward pass, padding included, so an int8 model scores one
-        pair per pass (about 2x fp32 on 2 cores) and a score depends on the pair alone.
+        runtime=onnx scores with the checkpoint exported to ONNX (pcr_ray.prm.onnx_runtime, cached per
+        checkpoint), with int8=True its weights quantized to int8; dynamic int8 takes its activation scale per
+        forward pass, padding included, so it scores one pair per pass and a score depends on the pair alone.
         bf16=True scores batched under bfloat16 autocast (fp32 weights; CPUs with AVX512-BF16 or AMX, GPUs).
+        threads: ONNX Runtime's intra-op threads (None: torch's thread count, i.e. the actor's CPUs).
 
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
         (prm.json), so that a longer context is cut as it was in training.
         """
-        if int8 and bf16:
-            raise ValueError("choose one of int8 and bf16 scoring, not both")
-        if int8 and device != "cpu":
-            raise ValueError("int8 dynamic quantization runs on CPU only")
+        check_runtime(runtime, device=device, int8=int8, bf16=bf16)
         if torch.device(device).type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
@@ -72,28 +78,47 @@ class PRMScorer:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
                           f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
                           f"retrain it (pcr-ray make-pairs, then pcr-ray train-prm)", stacklevel=2)
-        if int8:
-            from torch.ao.quantization import quantize_dynamic
+        if runtime == "onnx":
+            from pcr_ray.prm.onnx_runtime import load_onnx
 
-            model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-        model.to(device)
+            del model
+            model = load_onnx(path, int8=int8, threads=threads)
+        else:
+            model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
-                    "render": meta.render,
+                    "render": meta.render, "runtime": runtime,
                     "pooling": meta.pooling, "int8": bool(int8),
                     "bf16": bool(bf16), "device": device, "max_length": max_length,
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
         return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, bf16=bf16)
+                   int8=int8, bf16=bf16, cache_size=cache_size)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """Raw head outputs (before the sigmoid), in input order."""
+        """Raw head outputs (before the sigmoid), in input order; cached pairs are not scored again."""
         pairs = list(pairs)
         if not pairs:
             return []
         for i, p in enumerate(pairs):
             if not (isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], str)):
                 raise TypeError(f"pair {i} is not a (context, step) tuple of strings")
+        self.calls += 1
+        self.pairs_scored += len(pairs)
+        if not self.cache.size:
+            return self._forward_all(pairs)
+        found, keys = self.cache.lookup(pairs)
+        todo: dict[bytes, int] = {}  # key -> index of its first uncached pair (a pair repeated in one call: once)
+        for i, (v, k) in enumerate(zip(found, keys, strict=True)):
+            if v is None and k not in todo:
+                todo[k] = i
+        fresh = dict(zip(todo, self._forward_all([pairs[i] for i in todo.values()]), strict=True))
+        self.cache.store(list(fresh), list(fresh.values()))
+        return [fresh[k] if v is None else v for v, k in zip(found, keys, strict=True)]
+
+    def _forward_all(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """Logits of these pairs through the model: sorted by length, passes of pass_size."""
+        if not pairs:
+            return []
         ctx = [p[0] for p in pairs]
         stp = [p[1] for p in pairs]
         lengths = [len(ids) for ids in encode_pairs(self.tokenizer, ctx, stp, self.max_length, pad=False)["input_ids"]]
@@ -105,11 +130,12 @@ class PRMScorer:
             for start in range(0, len(order), self.pass_size):
                 idx = order[start:start + self.pass_size]
                 enc = encode_pairs(self.tokenizer, [ctx[i] for i in idx], [stp[i] for i in idx], self.max_length)
-                vals = self.model(**model_inputs(self.model, enc, self.device)).float().cpu().tolist()
+                if isinstance(self.model, PRMModel):
+                    vals = self.model(**model_inputs(self.model, enc, self.device)).float().cpu().tolist()
+                else:
+                    vals = self.model.logits(enc)
                 for i, v in zip(idx, vals, strict=True):
                     out[i] = float(v)
-        self.calls += 1
-        self.pairs_scored += len(pairs)
         return out
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:

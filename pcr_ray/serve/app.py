@@ -59,6 +59,8 @@ class ServeSettings:
     max_body_bytes: int = 1_048_576
     app_name: str = "pcr_ray"
     route_prefix: str = "/"
+    runtime: str = "torch"  # torch | onnx (ONNX Runtime int8, CPU): pcr_ray.prm.build.check_runtime
+    cache_size: int = 0  # logits each PRM replica keeps by (context, step) text (pcr_ray.prm.score_cache); 0: none
     int8: bool = False
     bf16: bool = False  # score batched under bfloat16 autocast (not with int8)
     device: str = "cpu"
@@ -95,6 +97,9 @@ class ServeSettings:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
         if s.int8 and s.bf16:
             raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
+        from pcr_ray.prm.build import check_runtime
+
+        check_runtime(s.runtime, device=s.device, int8=s.int8, bf16=s.bf16)
         return s
 
 
