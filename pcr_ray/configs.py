@@ -67,6 +67,8 @@ class PRMConfig:
     bf16: bool
     max_batch: int
     ensure: dict[str, Any]
+    attention: str
+    candidate_length: int
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """The one way a PRM scorer is built from a `prm:` config: which checkpoint folder, then the scorer on it.
 
-`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind`
-(cache_dir()/prm/<kind>), trained on first use on this machine (pcr_ray.prm.checkpoints). Nothing else trains a
-replacement: a folder that is missing is an error that names it and says how to make one.
+`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention`
+(cache_dir()/prm/<kind>, or <kind>_shared), trained on first use on this machine (pcr_ray.prm.checkpoints).
+Nothing else trains a replacement: a folder that is missing is an error that names it and says how to make one.
 """
 
 from __future__ import annotations
@@ -37,12 +37,15 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path:
     from pcr_ray.prm import checkpoints
 
     if str(ck) == QUICK:
+        attention = str(prm_cfg.get("attention") or "pair")
         if train:
-            return checkpoints.ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
-        found = checkpoints.find_checkpoint(kind)
+            ensure = {"attention": attention, **dict(prm_cfg.get("ensure") or {})}
+            return checkpoints.ensure_checkpoint(kind, **ensure)
+        found = checkpoints.find_checkpoint(kind, attention)
         if found is None:
             raise MissingCheckpointError(f"prm.checkpoint={QUICK}: no quick {kind} PRM in "
-                                         f"{checkpoints.default_checkpoint_dir(kind)} yet; `pcr-ray solve` or "
+                                         f"{checkpoints.default_checkpoint_dir(kind, attention)} yet; "
+                                         f"`pcr-ray solve` or "
                                          f"`make demo` trains it, or {_make_one(kind)}")
         return found
     return require_checkpoint(ck, kind)

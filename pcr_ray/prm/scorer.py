@@ -17,6 +17,11 @@ import torch
 
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
+from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
+
+SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM: dynamic int8 takes one activation scale per "
+               "forward pass, so a candidate's score would move with its pack-mates; score it in fp32 "
+               "(prm.int8=false, already about 4x one-pair int8 on a beam's candidates) or bf16")
 
 
 class PRMScorer:
@@ -25,15 +30,25 @@ class PRMScorer:
     A dynamically quantized (int8) model takes its activation scale per forward pass, so it scores one pair
     per pass: a pair's score is then a function of the pair alone, as in fp32.
     `bf16` runs the batched forward pass under bfloat16 autocast (no quantization scales: batched like fp32).
+    A shared-context model (`model.attention == "shared_context"`, pcr_ray.prm.shared) is scored in packs: the
+    pairs are grouped by context, at most `pack_size` candidates a pack, packs of up to `max_batch` candidates
+    per forward pass; a candidate's score does not depend on its pack-mates. It has no int8 mode (one
+    activation scale per pass would couple pack-mates).
     """
 
     def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
                  max_length: int = 256, identity: dict[str, Any] | None = None, int8: bool = False,
-                 bf16: bool = False) -> None:
+                 bf16: bool = False, pack_size: int = DEFAULT_PACK_SIZE) -> None:
         if max_batch < 1 or max_length < 8:
             raise ValueError("max_batch must be >= 1 and max_length >= 8")
         if int8 and bf16:
             raise ValueError("choose one of int8 and bf16 scoring, not both")
+        self.shared = getattr(model, "attention", "pair") == "shared_context"
+        if int8 and self.shared:
+            raise ValueError(SHARED_INT8)
+        if pack_size < 1:
+            raise ValueError(f"pack_size must be >= 1, got {pack_size}")
+        self.pack_size = int(pack_size)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -49,7 +64,8 @@ class PRMScorer:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
-                        max_batch: int = 64, max_length: int | None = None, bf16: bool = False) -> PRMScorer:
+                        max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
+                        pack_size: int = DEFAULT_PACK_SIZE) -> PRMScorer:
         """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
 
         Dynamic int8 takes its activation scale per forward pass, padding included, so an int8 model scores one
@@ -67,6 +83,8 @@ class PRMScorer:
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
         model, tok, meta = load_checkpoint(path, device="cpu")
+        if int8 and meta.attention == "shared_context":
+            raise ValueError(f"{path}: {SHARED_INT8}")
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
@@ -80,11 +98,13 @@ class PRMScorer:
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
                     "render": meta.render,
                     "pooling": meta.pooling, "int8": bool(int8),
-                    "bf16": bool(bf16), "device": device, "max_length": max_length,
+                    "bf16": bool(bf16), "device": device, "max_length": max_length, "attention": meta.attention,
+                    **({"candidate_length": meta.candidate_length, "pack_size": int(pack_size)}
+                       if meta.attention == "shared_context" else {}),
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
         return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, bf16=bf16)
+                   int8=int8, bf16=bf16, pack_size=pack_size)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Raw head outputs (before the sigmoid), in input order."""
@@ -94,6 +114,11 @@ class PRMScorer:
         for i, p in enumerate(pairs):
             if not (isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], str)):
                 raise TypeError(f"pair {i} is not a (context, step) tuple of strings")
+        if self.shared:
+            out = self.shared_logits(pairs)
+            self.calls += 1
+            self.pairs_scored += len(pairs)
+            return out
         ctx = [p[0] for p in pairs]
         stp = [p[1] for p in pairs]
         lengths = [len(ids) for ids in encode_pairs(self.tokenizer, ctx, stp, self.max_length, pad=False)["input_ids"]]
@@ -111,6 +136,16 @@ class PRMScorer:
         self.calls += 1
         self.pairs_scored += len(pairs)
         return out
+
+    def shared_logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Logits of a shared-context model: pairs grouped by context into packs (pcr_ray.prm.shared)."""
+        cast = (torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if self.bf16
+                else contextlib.nullcontext())
+        with torch.inference_mode(), cast:
+            vals = packed_logits(self.model, self.tokenizer, pairs, max_length=self.max_length,
+                                 candidate_length=self.model.candidate_length, pack_size=self.pack_size,
+                                 max_candidates=self.max_batch, device=self.device)
+        return [float(v) for v in vals.float().cpu().tolist()]
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
