@@ -111,16 +111,30 @@ def test_scorer_groups_candidates_by_context_into_packs(shared_model):
     hook = model.encoder.register_forward_hook(lambda m, a, kw, out: seen.append(tuple(kw["input_ids"].shape)),
                                                with_kwargs=True)
     try:
-        sc = PRMScorer(model, tok, max_length=96, max_batch=64, pack_size=16)
+        sc = PRMScorer(model, tok, max_length=96, max_batch=64, pack_size=16, context_cache=False)
         scores = sc.score(pairs)
         assert seen and sum(b for b, _ in seen) == 3  # one pack per context, all in one pass
         seen.clear()
-        small = PRMScorer(model, tok, max_length=96, max_batch=4, pack_size=2).score(pairs)
+        small = PRMScorer(model, tok, max_length=96, max_batch=4, pack_size=2, context_cache=False).score(pairs)
         assert sum(b for b, _ in seen) == 9  # ceil(5 / 2) packs per context, passes of <= 4 candidates
         assert len(seen) > 1
     finally:
         hook.remove()
     assert max(abs(a - b) for a, b in zip(scores, small, strict=True)) < 1e-6
+    # the context cache: each context's keys and values computed once, the same scores as the packs
+    embedded: list[int] = []
+    hook = model.encoder.embeddings.register_forward_hook(lambda m, a, kw, out: embedded.append(out.shape[0]),
+                                                          with_kwargs=True)
+    try:
+        cached = PRMScorer(model, tok, max_length=96, max_batch=64)
+        assert cached.context_cache
+        fast = cached.score(pairs)
+    finally:
+        hook.remove()
+    assert embedded == [3, 15]  # the 3 contexts once, then their 15 candidates
+    assert max(abs(a - b) for a, b in zip(scores, fast, strict=True)) < 1e-5
+    split = PRMScorer(model, tok, max_length=96, max_batch=7).score(pairs)  # a context per pass
+    assert max(abs(a - b) for a, b in zip(fast, split, strict=True)) < 1e-5
     with pytest.raises(ValueError, match="int8 scoring is refused"):
         PRMScorer(model, tok, int8=True)
 
@@ -180,3 +194,5 @@ def test_minilm_packed_scores_match_alone(tmp_path):
     packed = _packed(model, tok, pairs, max_length=160)
     alone = [_packed(model, tok, [p], max_length=160)[0] for p in pairs[: len(CANDS)]]
     assert max(abs(a - b) for a, b in zip(packed, alone * 4, strict=True)) < 1e-5
+    cached = PRMScorer(model, tok, max_length=160).logits(pairs)
+    assert max(abs(a - b) for a, b in zip(packed, cached, strict=True)) < 1e-5

@@ -17,6 +17,7 @@ import torch
 
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
+from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
 
 SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM: dynamic int8 takes one activation scale per "
@@ -30,15 +31,17 @@ class PRMScorer:
     A dynamically quantized (int8) model takes its activation scale per forward pass, so it scores one pair
     per pass: a pair's score is then a function of the pair alone, as in fp32.
     `bf16` runs the batched forward pass under bfloat16 autocast (no quantization scales: batched like fp32).
-    A shared-context model (`model.attention == "shared_context"`, pcr_ray.prm.shared) is scored in packs: the
-    pairs are grouped by context, at most `pack_size` candidates a pack, packs of up to `max_batch` candidates
-    per forward pass; a candidate's score does not depend on its pack-mates. It has no int8 mode (one
-    activation scale per pass would couple pack-mates).
+    A shared-context model (`model.attention == "shared_context"`, pcr_ray.prm.shared) is scored grouped by
+    context, up to `max_batch` candidates per forward pass: with `context_cache` (BERT-family encoders) each
+    context is encoded once and its per-layer keys and values serve all its candidates
+    (pcr_ray.prm.context_cache); otherwise in packs of at most `pack_size` candidates under the block mask the
+    model was trained with. Both compute the same function; a candidate's score does not depend on the other
+    candidates. It has no int8 mode (one activation scale per pass would couple the candidates).
     """
 
     def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
                  max_length: int = 256, identity: dict[str, Any] | None = None, int8: bool = False,
-                 bf16: bool = False, pack_size: int = DEFAULT_PACK_SIZE) -> None:
+                 bf16: bool = False, pack_size: int = DEFAULT_PACK_SIZE, context_cache: bool = True) -> None:
         if max_batch < 1 or max_length < 8:
             raise ValueError("max_batch must be >= 1 and max_length >= 8")
         if int8 and bf16:
@@ -49,6 +52,7 @@ class PRMScorer:
         if pack_size < 1:
             raise ValueError(f"pack_size must be >= 1, got {pack_size}")
         self.pack_size = int(pack_size)
+        self.context_cache = bool(context_cache) and self.shared and supports_context_cache(model.encoder)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -65,7 +69,7 @@ class PRMScorer:
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
                         max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
-                        pack_size: int = DEFAULT_PACK_SIZE) -> PRMScorer:
+                        pack_size: int = DEFAULT_PACK_SIZE, context_cache: bool = True) -> PRMScorer:
         """Load a checkpoint folder; int8=True applies dynamic int8 quantization to the Linear layers (CPU).
 
         Dynamic int8 takes its activation scale per forward pass, padding included, so an int8 model scores one
@@ -104,7 +108,7 @@ class PRMScorer:
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
         return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, bf16=bf16, pack_size=pack_size)
+                   int8=int8, bf16=bf16, pack_size=pack_size, context_cache=context_cache)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Raw head outputs (before the sigmoid), in input order."""
@@ -142,6 +146,11 @@ class PRMScorer:
         cast = (torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if self.bf16
                 else contextlib.nullcontext())
         with torch.inference_mode(), cast:
+            if self.context_cache:
+                vals = cached_context_logits(self.model, self.tokenizer, pairs, max_length=self.max_length,
+                                             candidate_length=self.model.candidate_length,
+                                             max_candidates=self.max_batch, device=self.device)
+                return [float(v) for v in vals.tolist()]
             vals = packed_logits(self.model, self.tokenizer, pairs, max_length=self.max_length,
                                  candidate_length=self.model.candidate_length, pack_size=self.pack_size,
                                  max_candidates=self.max_batch, device=self.device)
