@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
+from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
-from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
 
 SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM: dynamic int8 takes one activation scale per "
