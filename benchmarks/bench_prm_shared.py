@@ -5,12 +5,14 @@ of the two quick PRMs trained on the same pairs, and listwise training speed, ea
    first --problems physics problems of seed 13 with the quick pair PRM; every (context, candidates) request it
    sends the PRM is recorded. Those requests are then scored, in the same run, by the pair PRM one pair per
    pass in int8 (today's default), by the pair PRM batched in fp32, and by the shared-context PRM in fp32 (the
-   context cache, the scorer's default, and packs of --pack-sizes under the block mask): candidates scored per
+   context cache, the scorer's default, and packs of --pack-sizes under the block mask) and in per-token int8
+   (`prm.int8=true`, pcr_ray.prm.int8_rows, through the context cache): candidates scored per
    second of wall time and per second of this process's CPU time (one torch thread: CPU time is what a
    scorer costs, less disturbed by other jobs on a shared machine), best of --rounds alternated rounds.
 2. Accuracy (--accuracy): both quick PRMs of `pcr_ray.prm.checkpoints.ensure_checkpoint` (900 CSP pairs, one
    epoch; pair and shared_context attention, trained when not cached) scored on the held-out verifier-passing
-   test pairs (the test split of the same problems' CSP and search-matched pairs): pairwise accuracy.
+   test pairs (the test split of the same problems' CSP and search-matched pairs, --test-pairs of them drawn by
+   hash): pairwise accuracy, each PRM in fp32.
 3. Listwise (--listwise): training steps (forward, backward, AdamW) of the listwise loss on lists of about 13
    negatives (make-pairs' `search_per_kind=8`), pair against shared_context attention, same batches: pairs/s.
 
@@ -86,6 +88,7 @@ def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]],
     scorers = {"pair_int8_one_pair": PRMScorer.from_checkpoint(pair_ck, int8=True),
                "pair_fp32_batched": PRMScorer.from_checkpoint(pair_ck, max_batch=64)}
     scorers["shared_fp32_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64)
+    scorers["shared_int8_rows_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, int8=True)
     for k in pack_sizes:
         scorers[f"shared_fp32_pack{k}"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, pack_size=k,
                                                                      context_cache=False)
@@ -124,6 +127,11 @@ def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]],
         "shared_max_abs_diff_with_others_vs_alone": max(abs(a - b) for a, b in zip(alone, cached, strict=True)),
         "shared_max_abs_diff_cache_vs_packs": max(abs(a - b) for a, b in zip(
             cached, scores[f"shared_fp32_pack{pack_sizes[0]}"], strict=True)),
+        "shared_int8_rows_mean_abs_diff_vs_fp32": round(statistics.fmean(
+            abs(a - b) for a, b in zip(scores["shared_int8_rows_context_cache"], cached, strict=True)), 4),
+        "shared_int8_rows_max_abs_diff_with_others_vs_alone": max(abs(a - b) for a, b in zip(
+            [scorers["shared_int8_rows_context_cache"].score([p])[0] for p in requests[0][:64]],
+            scores["shared_int8_rows_context_cache"], strict=False)),
         "int8_mean_abs_diff_vs_fp32": round(statistics.fmean(
             abs(a - b) for a, b in zip(scores["pair_int8_one_pair"], scores["pair_fp32_batched"], strict=True)), 4),
     }
@@ -138,12 +146,15 @@ def test_pairs(kind: str = "csp") -> list[dict[str, Any]]:
     return [r for r in rows if r["split"] == "test"]
 
 
-def accuracy(pair_ck: Any, shared_ck: Any) -> dict[str, Any]:
+def accuracy(pair_ck: Any, shared_ck: Any, limit: int) -> dict[str, Any]:
+    from pcr_ray.prm.checkpoints import select_pairs
     from pcr_ray.prm.model import read_meta
     from pcr_ray.prm.scorer import PRMScorer
 
-    rows = test_pairs()
-    out: dict[str, Any] = {"test_pairs": len(rows), "test_problems": len({r["problem_id"] for r in rows})}
+    every = test_pairs()
+    rows = select_pairs(every, limit, seed=0) if limit > 0 else every
+    out: dict[str, Any] = {"test_pairs": len(rows), "test_pairs_available": len(every),
+                           "test_problems": len({r["problem_id"] for r in rows})}
     for name, ck in (("pair", pair_ck), ("shared_context", shared_ck)):
         s = PRMScorer.from_checkpoint(ck)
         pos = s.score([(r["context"], r["pos_step"]) for r in rows])
@@ -175,6 +186,7 @@ def listwise(n_steps: int, batch_size: int, rounds: int) -> dict[str, Any]:
     batches = list(candidate_lists([_columns(rows)], batch_size, "0"))[: n_steps + 1]
     n_lists = [len({(c, p) for c, p in zip(b["context"], b["pos_step"], strict=True)}) for b in batches]
     best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
     device = torch.device("cpu")
     for _ in range(rounds):
         for attention in ("pair", "shared_context"):
@@ -182,22 +194,27 @@ def listwise(n_steps: int, batch_size: int, rounds: int) -> dict[str, Any]:
             model.train()
             packing = Packing() if attention == "shared_context" else None
             opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
-            t0 = 0.0
+            t0 = c0 = 0.0
             for i, b in enumerate(batches):  # batch 0 warms up
                 if i == 1:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                 lp, ln, group = list_logits(model, tok, b, 160, device, packing)
                 loss = listwise_loss(lp, ln, group)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-            r = sum(len(b["neg_step"]) for b in batches[1:]) / (time.perf_counter() - t0)
+            n = sum(len(b["neg_step"]) for b in batches[1:])
+            r, rc = n / (time.perf_counter() - t0), n / (time.process_time() - c0)
             best[attention] = max(best.get(attention, 0.0), r)
+            best_cpu[attention] = max(best_cpu.get(attention, 0.0), rc)
+            print(f"  listwise {attention}: {r:.2f} pairs/s wall, {rc:.2f} per CPU second", flush=True)
     negs = sum(len(b["neg_step"]) for b in batches[1:])
     return {"batch_size": batch_size, "steps": len(batches) - 1, "pairs": negs,
             "negatives_per_list": round(negs / sum(n_lists[1:]), 1), "rounds": rounds,
             "pairs_per_s": {k: round(v, 2) for k, v in best.items()},
-            "shared_over_pair": round(best["shared_context"] / best["pair"], 2)}
+            "shared_over_pair": round(best["shared_context"] / best["pair"], 2),
+            "pairs_per_cpu_s": {k: round(v, 2) for k, v in best_cpu.items()},
+            "cpu_shared_over_pair": round(best_cpu["shared_context"] / best_cpu["pair"], 2)}
 
 
 def main() -> None:
@@ -215,6 +232,8 @@ def main() -> None:
     ap.add_argument("--listwise", action="store_true", help="listwise training pairs/s, pair vs shared")
     ap.add_argument("--listwise-steps", type=int, default=6)
     ap.add_argument("--listwise-batch-size", type=int, default=32)
+    ap.add_argument("--test-pairs", type=int, default=600, help="test pairs scored (hash-drawn; 0: all)")
+    ap.add_argument("--listwise-only", action="store_true", help="only the listwise training measurement")
     ap.add_argument("--name", default="bench_prm_shared")
     args = ap.parse_args()
 
@@ -222,6 +241,12 @@ def main() -> None:
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
 
+    if args.listwise_only:
+        res = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
+               "listwise": listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)}
+        print(f"listwise: {res['listwise']}", flush=True)
+        write_result(args.name, res)
+        return
     pair_ck = ensure_checkpoint("csp")
     shared_ck = ensure_checkpoint("csp", attention="shared_context")
     res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
@@ -237,9 +262,11 @@ def main() -> None:
     info["scored_requests"], info["scored_candidates"] = len(kept), sum(map(len, kept))
     res["scoring"] = scoring(pair_ck, shared_ck, kept, args.pack_sizes, args.rounds)
     print(f"scoring: {res['scoring']}", flush=True)
+    write_result(args.name, res)  # each part as soon as it is measured
     if args.accuracy:
-        res["accuracy"] = accuracy(pair_ck, shared_ck)
+        res["accuracy"] = accuracy(pair_ck, shared_ck, args.test_pairs)
         print(f"accuracy: {res['accuracy']}", flush=True)
+        write_result(args.name, res)
     if args.listwise:
         res["listwise"] = listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)
         print(f"listwise: {res['listwise']}", flush=True)

@@ -8,6 +8,8 @@ say which kind it is so that the scorer packs it.
 from __future__ import annotations
 
 import json
+import math
+import statistics
 
 import pytest
 import torch
@@ -159,8 +161,28 @@ def test_shared_training_round_trips_attention_through_the_checkpoint(tiny, tmp_
     assert sc.shared and sc.identity["attention"] == "shared_context"
     pairs = [(r["context"], r["pos_step"]) for r in val]
     assert sc.score(pairs) == pytest.approx([PRMScorer.from_checkpoint(path).score([p])[0] for p in pairs], abs=1e-6)
-    with pytest.raises(ValueError, match="int8 scoring is refused"):
-        PRMScorer.from_checkpoint(path, int8=True)
+
+
+def test_shared_int8_quantizes_each_token_alone_and_refuses_per_pass_int8(shared_model, tiny, tmp_path):
+    """int8 for a shared-context PRM: one scale per token, so a score is its pair's alone, close to fp32; torch's
+    dynamic int8 (one scale per pass) is refused with a message that says why."""
+    from torch.ao.quantization import quantize_dynamic
+
+    from pcr_ray.prm.int8_rows import RowInt8Linear
+
+    model, tok = shared_model
+    path = save_checkpoint(model, tok, tmp_path / "sc", PRMMeta(backbone=str(tiny), attention="shared_context",
+                                                               candidate_length=24, max_length=96, dropout=0.0))
+    q8 = PRMScorer.from_checkpoint(path, int8=True)
+    assert any(isinstance(m, RowInt8Linear) for m in q8.model.modules())
+    pairs = [(CTX, c) for c in CANDS] + [("Another problem | givens: m=3 kg", "F1 = weight(m=m, g=g) = 29.42 [N]")]
+    together = q8.logits(pairs)
+    alone = [q8.logits([p])[0] for p in pairs]
+    assert max(abs(a - b) for a, b in zip(together, alone, strict=True)) < 1e-5
+    fp32 = PRMScorer.from_checkpoint(path).logits(pairs)
+    assert 0 < max(abs(a - b) for a, b in zip(together, fp32, strict=True)) < 0.05 * max(map(abs, fp32))
+    with pytest.raises(ValueError, match="one activation scale per forward pass"):
+        PRMScorer(quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8), tok, int8=True)
 
 
 def test_pair_checkpoints_stay_pair_and_bad_attention_is_refused(tiny, tmp_path):
@@ -196,3 +218,9 @@ def test_minilm_packed_scores_match_alone(tmp_path):
     assert max(abs(a - b) for a, b in zip(packed, alone * 4, strict=True)) < 1e-5
     cached = PRMScorer(model, tok, max_length=160).logits(pairs)
     assert max(abs(a - b) for a, b in zip(packed, cached, strict=True)) < 1e-5
+    from pcr_ray.prm.int8_rows import quantize_rows
+
+    quantize_rows(model.encoder)
+    q8 = PRMScorer(model, tok, max_length=160, int8=True).score(pairs)
+    fp = [1 / (1 + math.exp(-v)) for v in cached]
+    assert statistics.fmean(abs(a - b) for a, b in zip(q8, fp, strict=True)) < 0.01

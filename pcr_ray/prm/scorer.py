@@ -16,13 +16,15 @@ from typing import Any
 import torch
 
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
+from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
 
-SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM: dynamic int8 takes one activation scale per "
-               "forward pass, so a candidate's score would move with its pack-mates; score it in fp32 "
-               "(prm.int8=false, already about 4x one-pair int8 on a beam's candidates) or bf16")
+SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM under torch's dynamic int8: it takes one activation "
+               "scale per forward pass, so a candidate's score would move with the other candidates; load it with "
+               "PRMScorer.from_checkpoint(path, int8=True), which quantizes each token with its own scale "
+               "(pcr_ray.prm.int8_rows), or score in fp32")
 
 
 class PRMScorer:
@@ -36,7 +38,8 @@ class PRMScorer:
     context is encoded once and its per-layer keys and values serve all its candidates
     (pcr_ray.prm.context_cache); otherwise in packs of at most `pack_size` candidates under the block mask the
     model was trained with. Both compute the same function; a candidate's score does not depend on the other
-    candidates. It has no int8 mode (one activation scale per pass would couple the candidates).
+    candidates. Its int8 mode quantizes each token with its own scale (pcr_ray.prm.int8_rows), so that a score still
+    depends on its pair alone; torch's dynamic int8 (one scale per pass) is refused for it.
     """
 
     def __init__(self, model: PRMModel, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
@@ -47,7 +50,7 @@ class PRMScorer:
         if int8 and bf16:
             raise ValueError("choose one of int8 and bf16 scoring, not both")
         self.shared = getattr(model, "attention", "pair") == "shared_context"
-        if int8 and self.shared:
+        if int8 and self.shared and not _row_quantized(model):
             raise ValueError(SHARED_INT8)
         if pack_size < 1:
             raise ValueError(f"pack_size must be >= 1, got {pack_size}")
@@ -87,14 +90,14 @@ class PRMScorer:
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
         model, tok, meta = load_checkpoint(path, device="cpu")
-        if int8 and meta.attention == "shared_context":
-            raise ValueError(f"{path}: {SHARED_INT8}")
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
                           f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
                           f"retrain it (pcr-ray make-pairs, then pcr-ray train-prm)", stacklevel=2)
-        if int8:
+        if int8 and meta.attention == "shared_context":
+            quantize_rows(model.encoder)  # one scale per token: a score stays a function of its pair
+        elif int8:
             from torch.ao.quantization import quantize_dynamic
 
             model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
@@ -159,6 +162,13 @@ class PRMScorer:
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
         return [sigmoid(v) for v in self.logits(pairs)]
+
+
+def _row_quantized(model: torch.nn.Module) -> bool:
+    """True when the model's int8 layers are per-token (RowInt8Linear) and none is torch's per-pass dynamic one."""
+    mods = list(model.modules())
+    return any(isinstance(m, RowInt8Linear) for m in mods) and not any(
+        type(m).__module__.startswith("torch.ao.nn.quantized") for m in mods)
 
 
 def sigmoid(x: float) -> float:
