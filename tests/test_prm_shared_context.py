@@ -164,8 +164,9 @@ def test_shared_training_round_trips_attention_through_the_checkpoint(tiny, tmp_
 
 
 def test_shared_int8_quantizes_each_token_alone_and_refuses_per_pass_int8(shared_model, tiny, tmp_path):
-    """int8 for a shared-context PRM: one scale per token, so a score is its pair's alone, close to fp32; torch's
-    dynamic int8 (one scale per pass) is refused with a message that says why."""
+    """int8 for a shared-context PRM: one scale per token, so a score does not take its scale from the other
+    candidates (here it is the same alone; on MiniLM fp32 rounding noise can flip a token's rounding, see
+    docs/prm.md), close to fp32; torch's dynamic int8 (one scale per pass) is refused with a message that says why."""
     from torch.ao.quantization import quantize_dynamic
 
     from pcr_ray.prm.int8_rows import RowInt8Linear

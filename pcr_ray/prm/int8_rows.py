@@ -1,10 +1,12 @@
-"""Int8 linear layers with one activation scale per token: int8 scoring whose result for a token depends on that
-token's row alone, so batching and shared-context packing leave every score unchanged.
+"""Int8 linear layers with one activation scale per token: each output row is a function of its input row alone,
+so a candidate's scale never comes from the other candidates of its pass.
 
 torch's dynamic quantization takes one activation scale per forward pass (the largest value of the whole batch),
 which couples a candidate's score to whatever shares its pass; here each row of the input is quantized with its
 own scale (max |x| / 127), the weights per output channel, and the product is an exact int32 matmul
-(`torch._int_mm`) rescaled in fp32. CPU and CUDA; used for shared-context PRMs (`prm.int8=true`).
+(`torch._int_mm`) rescaled in fp32. Used for shared-context PRMs (`prm.int8=true`). The fp32 parts between the
+layers (attention, layer norm) still differ by ~1e-7 with the batch's padding, and such a difference can flip a
+value's rounding: a MiniLM score moves by a few thousandths at most with the other candidates (docs/prm.md).
 """
 
 from __future__ import annotations
