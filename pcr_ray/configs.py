@@ -86,6 +86,8 @@ class PRMConfig:
     max_batch: int
     cache_size: int
     ensure: dict[str, Any]
+    attention: str
+    candidate_length: int
 
 
 @dataclass

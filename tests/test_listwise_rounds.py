@@ -26,7 +26,7 @@ def _composed(steps: list[RecipeStep]) -> list[tuple[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"]])
+@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"], ["--attention", "shared_context"]])
 def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, extra) -> None:
     args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "2", *extra])
     steps = recipe(args)
@@ -38,24 +38,28 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     first = composed[1][1]
     assert first["pairs_dir"] == pairs["out_dir"] and first["train"]["loss"] == "listwise"
     assert first["output"] == str(lw / "lw1") and first["train"]["init_from"] == ""
+    shared = "shared_context" in extra
+    gpus = "--gpus" in extra
+    assert first["prm"]["attention"] == ("shared_context" if shared else "pair")
     for r in (1, 2):
         mine, train = composed[2 * r][1], composed[2 * r + 1][1]
+        assert mine["prm"]["attention"] == train["prm"]["attention"] == first["prm"]["attention"]
         assert mine["prm"]["checkpoint"] == str(lw / f"lw{r}")
         assert train["pairs_dir"] == mine["pairs_dir"] == str(lw / f"pairs_mlw{r}")
         assert train["train"]["init_from"] == str(lw / f"lw{r}") and train["output"] == str(lw / f"lw{r + 1}")
         assert sorted(train["kinds"]) == ["mined_alternative_step", "mined_answer_timing"] and train["limit_train"] == 0
         assert mine["sources"][0]["kwargs"]["seed"] == 7919 + 2 * (r - 1)  # new problems each round
         placement = scorer_placement(mine["prm"], mine)  # raises if the mining placement cannot work
-        if extra:
+        if gpus:
             assert mine["prm"]["backbone"] == "microsoft/deberta-v3-base" == train["prm"]["backbone"]
             assert placement.device == "cuda" and placement.gpus_per_actor == 1.0 and mine["actors"] == 2
             assert train["scaling"]["use_gpu"] is True and train["scaling"]["num_workers"] == 2
         else:
-            assert placement.device == "cpu" and mine["prm"]["int8"] is True and mine["use_ray"] is False
+            assert placement.device == "cpu" and mine["prm"]["int8"] is not shared and mine["use_ray"] is False
             assert train["scaling"]["use_gpu"] is False
     bench = steps[-1].argv
     assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
-    assert ("--device" in bench) == bool(extra)
+    assert ("--device" in bench) == gpus and ("--fp32" in bench) == shared
     assert bench[bench.index("--typed-cap") + 1] == "48" == str(composed[2][1]["cap"])  # mined as searched
 
 

@@ -233,6 +233,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     train_cfg = {
         "backbone": prm["backbone"], "pooling": prm["pooling"],
         "dropout": float(prm["dropout"]), "max_length": int(prm["max_length"]), "kind": kind,
+        "attention": str(prm["attention"]), "candidate_length": int(prm["candidate_length"]),
         **tcfg, "n_train": int(n_train),
     }
     if train_cfg.get("init_from"):  # the Ray Train workers run in another directory: pass an absolute path

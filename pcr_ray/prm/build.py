@@ -1,8 +1,8 @@
 """The one way a PRM scorer is built from a `prm:` config: which checkpoint folder, then the scorer on it.
 
-`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind`
-(cache_dir()/prm/<kind>), trained on first use on this machine (pcr_ray.prm.checkpoints). Nothing else trains a
-replacement: a folder that is missing is an error that names it and says how to make one.
+`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention`
+(cache_dir()/prm/<kind>, or <kind>_shared), trained on first use on this machine (pcr_ray.prm.checkpoints).
+Nothing else trains a replacement: a folder that is missing is an error that names it and says how to make one.
 """
 
 from __future__ import annotations
@@ -38,12 +38,15 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path:
     from pcr_ray.prm import checkpoints
 
     if str(ck) == QUICK:
+        attention = str(prm_cfg.get("attention") or "pair")
         if train:
-            return checkpoints.ensure_checkpoint(kind, **dict(prm_cfg.get("ensure") or {}))
-        found = checkpoints.find_checkpoint(kind)
+            ensure = {"attention": attention, **dict(prm_cfg.get("ensure") or {})}
+            return checkpoints.ensure_checkpoint(kind, **ensure)
+        found = checkpoints.find_checkpoint(kind, attention)
         if found is None:
             raise MissingCheckpointError(f"prm.checkpoint={QUICK}: no quick {kind} PRM in "
-                                         f"{checkpoints.default_checkpoint_dir(kind)} yet; `pcr-ray solve` or "
+                                         f"{checkpoints.default_checkpoint_dir(kind, attention)} yet; "
+                                         f"`pcr-ray solve` or "
                                          f"`make demo` trains it, or {_make_one(kind)}")
         return found
     return require_checkpoint(ck, kind)
@@ -72,12 +75,21 @@ def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = Non
     return PRMScorer.from_checkpoint(path, **kw)
 
 
-def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16: bool = False) -> None:
-    """ValueError naming the setting to change when runtime, device, int8 and bf16 cannot work together."""
+def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16: bool = False,
+                  attention: str = "pair") -> None:
+    """ValueError naming the setting to change when runtime, device, int8 and bf16 cannot work together.
+
+    `attention` is the checkpoint's (prm.json): a shared_context PRM scores on torch, int8 quantized per token.
+    """
     if runtime not in RUNTIMES:
         raise ValueError(f"prm.runtime must be one of {RUNTIMES}, got {runtime!r}")
     if int8 and bf16:
         raise ValueError("choose one of int8 and bf16 scoring, not both")
+    if attention == "shared_context":
+        if runtime == "onnx":
+            raise ValueError("a shared_context PRM scores on torch (each context encoded once for all its candidates, "
+                             "pcr_ray.prm.context_cache): set prm.runtime=torch (prm.int8=true quantizes it per token)")
+        return
     if runtime == "onnx":
         if device != "cpu":
             raise ValueError(f"prm.runtime=onnx scores on CPU; with prm.device={device} set prm.runtime=torch "

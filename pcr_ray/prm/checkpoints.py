@@ -3,7 +3,8 @@
 `ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>
 when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a seed
 disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget
-(a few minutes on 2 cores). A file lock keeps concurrent callers from training twice.
+(a few minutes on 2 cores). A file lock keeps concurrent callers from training twice. A shared-context quick PRM
+(`attention="shared_context"`, pcr_ray.prm.shared) lives beside it in cache_dir()/prm/<kind>_shared.
 """
 
 from __future__ import annotations
@@ -29,23 +30,27 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
 )
 
 
-def default_checkpoint_dir(kind: str = "csp") -> Path:
-    """cache_dir()/prm/<kind>."""
+def default_checkpoint_dir(kind: str = "csp", attention: str = "pair") -> Path:
+    """cache_dir()/prm/<kind> (pair attention) or cache_dir()/prm/<kind>_shared (shared_context)."""
+    from pcr_ray.prm.shared import check_attention
+
     _check_kind(kind)
-    return cache_dir() / "prm" / kind
+    check_attention(attention)
+    return cache_dir() / "prm" / (kind if attention == "pair" else f"{kind}_shared")
 
 
-def find_checkpoint(kind: str = "csp") -> Path | None:
-    """The cached checkpoint folder of `kind`, or None when there is none (or it was trained on an older
-    rendering: `ensure_checkpoint` then trains a new one)."""
+def find_checkpoint(kind: str = "csp", attention: str = "pair") -> Path | None:
+    """The cached checkpoint folder of `kind` and `attention`, or None when there is none (or it was trained on an
+    older rendering: `ensure_checkpoint` then trains a new one)."""
     from pcr_ray.prm.model import read_meta
     from pcr_ray.prm.render import RENDER_VERSION
 
-    p = default_checkpoint_dir(kind)
+    p = default_checkpoint_dir(kind, attention)
     if not (p / META_FILE).exists():
         return None
     try:
-        return p if read_meta(p).render == RENDER_VERSION else None
+        meta = read_meta(p)
+        return p if (meta.render, meta.attention) == (RENDER_VERSION, attention) else None
     except Exception:  # noqa: BLE001  (an unreadable prm.json: train a new one)
         return None
 
@@ -110,22 +115,23 @@ def select_pairs(rows: Sequence[Mapping[str, Any]], n: int, seed: int = 0) -> li
 def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 1, val_pairs: int = 200,
                       seed: int = 0, backbone: str = "minilm",
                       sources: Sequence[Mapping[str, Any]] | None = None, force: bool = False,
-                      train_overrides: Mapping[str, Any] | None = None) -> Path:
+                      train_overrides: Mapping[str, Any] | None = None, attention: str = "pair") -> Path:
     """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
     epochs; defaults take about 4 minutes on 2 cores. The schedule is a fixed number of pairs, so the same data and
     seed train the same steps on any machine (up to floating-point differences between CPUs).
+    `attention="shared_context"` trains (and caches apart) the shared-context PRM on the same pairs.
     """
     from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
 
     _check_kind(kind)
-    dest = default_checkpoint_dir(kind)
-    if not force and find_checkpoint(kind):
+    dest = default_checkpoint_dir(kind, attention)
+    if not force and find_checkpoint(kind, attention):
         return dest
-    with _lock(dest.parent / f".{kind}.lock"):
-        if not force and find_checkpoint(kind):
+    with _lock(dest.parent / f".{dest.name}.lock"):
+        if not force and find_checkpoint(kind, attention):
             return dest  # another process trained it while we waited
         t0 = time.perf_counter()
         problems = load_problems(sources if sources is not None else DEFAULT_SOURCES)
@@ -140,9 +146,9 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
         print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
               f"problems ({time.perf_counter() - t0:.1f}s to make pairs)", file=sys.stderr, flush=True)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
-                                     "n_train": len(train),
+                                     "n_train": len(train), "attention": attention,
                                      **dict(train_overrides or {})})
-        run_dir = dest.parent / f".run_{kind}_{os.getpid()}"
+        run_dir = dest.parent / f".run_{dest.name}_{os.getpid()}"
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
             metrics, final = train_local(train, val, run_dir, cfg)

@@ -1,7 +1,10 @@
 """The PRM cross-encoder: a Hugging Face encoder (AutoModel) with a scalar head; tokenization; checkpoint folders.
 
 A checkpoint is a folder: `encoder/` (HF config + safetensors weights + tokenizer files), `head.pt` (the head's
-state dict) and `prm.json` (metadata: backbone, pooling, kind, max_length, training summary).
+state dict) and `prm.json` (metadata: backbone, pooling, kind, max_length, attention, training summary).
+`attention` is `pair` (one (context, step) per sequence) or `shared_context` (a context and several candidates
+per sequence under a block mask, pcr_ray.prm.shared); a shared-context checkpoint also records its
+`candidate_length`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from torch import nn
 
 from pcr_ray.prm.base import CHECKPOINT_FORMAT, ENCODER_DIR, HEAD_FILE, META_FILE
 from pcr_ray.prm.render import RENDER_VERSION
+from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, check_attention
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -65,18 +69,29 @@ class PRMMeta:
     created: float = field(default_factory=time.time)
     train: dict[str, Any] = field(default_factory=dict)
     render: int = RENDER_VERSION  # the rendering (pcr_ray.prm.render) it was trained on; absent in files: 1
+    attention: str = "pair"  # pair | shared_context (pcr_ray.prm.shared); absent in files: pair
+    candidate_length: int = DEFAULT_CANDIDATE_LENGTH  # shared_context: tokens a candidate keeps
+
+    def __post_init__(self) -> None:
+        check_attention(self.attention)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PRMMeta:
-        keys = {"backbone", "kind", "pooling", "max_length", "dropout", "format", "created", "train", "render"}
+        keys = {"backbone", "kind", "pooling", "max_length", "dropout", "format", "created", "train", "render",
+                "attention", "candidate_length"}
         return cls(**{"render": 1, **{k: v for k, v in d.items() if k in keys}})
 
 
 class PRMModel(nn.Module):
     """Encoder + pooling + linear head -> one logit per (context, step) pair; sigmoid(logit) = r in [0, 1]."""
 
-    def __init__(self, encoder: nn.Module, pooling: str = "mean", dropout: float = 0.1) -> None:
+    def __init__(self, encoder: nn.Module, pooling: str = "mean", dropout: float = 0.1, attention: str = "pair",
+                 candidate_length: int = DEFAULT_CANDIDATE_LENGTH) -> None:
         super().__init__()
+        self.attention = check_attention(attention)
+        self.candidate_length = int(candidate_length)
+        if attention == "shared_context" and pooling != "mean":
+            raise ValueError("shared_context attention pools (mean) over each candidate's tokens: use pooling=mean")
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         pooler = getattr(encoder, "pooler", None)
@@ -91,11 +106,18 @@ class PRMModel(nn.Module):
         self.uses_token_types = int(getattr(encoder.config, "type_vocab_size", 0) or 0) > 1
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+                token_type_ids: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                pool: torch.Tensor | None = None) -> torch.Tensor:
+        """[B] logits of B pairs; with `pool` ([B, K, L] weights, packed inputs with a 4D mask and
+        position ids, pcr_ray.prm.shared) [B, K] logits, one per packed candidate."""
         kw: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self.uses_token_types:
             kw["token_type_ids"] = token_type_ids
+        if position_ids is not None:
+            kw["position_ids"] = position_ids
         hidden = self.encoder(**kw).last_hidden_state
+        if pool is not None:
+            return self.head(self.dropout(torch.einsum("bkl,blh->bkh", pool.to(hidden.dtype), hidden))).squeeze(-1)
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:
@@ -105,7 +127,8 @@ class PRMModel(nn.Module):
 
 
 def build_model(backbone: str | None = "minilm", *, pooling: str = "mean", dropout: float = 0.1,
-                seed: int = 0, config: Any = None, tokenizer_path: str | None = None) -> tuple[PRMModel, Any]:
+                seed: int = 0, config: Any = None, tokenizer_path: str | None = None, attention: str = "pair",
+                candidate_length: int = DEFAULT_CANDIDATE_LENGTH) -> tuple[PRMModel, Any]:
     """A fresh PRM from a pretrained backbone (path or hub name), or from an HF config (random init, for tests).
 
     Returns (model, tokenizer). With `config`, the tokenizer comes from `tokenizer_path` (or `backbone`).
@@ -125,7 +148,8 @@ def build_model(backbone: str | None = "minilm", *, pooling: str = "mean", dropo
         tok_src = resolve_backbone(tokenizer_path) if tokenizer_path else src
     tokenizer = AutoTokenizer.from_pretrained(tok_src)
     torch.manual_seed(seed)
-    model = PRMModel(encoder, pooling=pooling, dropout=dropout)
+    model = PRMModel(encoder, pooling=pooling, dropout=dropout, attention=attention,
+                     candidate_length=candidate_length)
     return model, tokenizer
 
 
@@ -173,7 +197,8 @@ def read_meta(path: str | os.PathLike[str]) -> PRMMeta:
 
 
 def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
-    """(model in eval mode, tokenizer, meta) from a checkpoint folder."""
+    """(model in eval mode, tokenizer, meta) from a checkpoint folder; the model carries the checkpoint's
+    attention (pair or shared_context) and candidate length."""
     from transformers import AutoModel, AutoTokenizer
 
     p = Path(path)
@@ -183,7 +208,8 @@ def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "
         tokenizer = AutoTokenizer.from_pretrained(p / ENCODER_DIR)
     except OSError as exc:
         raise CheckpointError(f"{p}: cannot load the encoder: {exc}".splitlines()[0]) from None
-    model = PRMModel(encoder, pooling=meta.pooling, dropout=meta.dropout)
+    model = PRMModel(encoder, pooling=meta.pooling, dropout=meta.dropout, attention=meta.attention,
+                     candidate_length=meta.candidate_length)
     model.head.load_state_dict(torch.load(p / HEAD_FILE, map_location="cpu", weights_only=True))
     model.to(device).eval()
     return model, tokenizer, meta

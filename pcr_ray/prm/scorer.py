@@ -16,9 +16,16 @@ from typing import Any
 import torch
 
 from pcr_ray.prm.build import check_runtime
+from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
+from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.score_cache import ScoreCache
+from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
+
+SHARED_INT8 = ("a shared_context PRM's int8 quantizes each token with its own scale (pcr_ray.prm.int8_rows), so that a "
+               "candidate's score does not move with the other candidates; load it with "
+               "PRMScorer.from_checkpoint(path, int8=True, runtime='torch'), or score in fp32")
 
 
 class PRMScorer:
@@ -30,15 +37,29 @@ class PRMScorer:
     `bf16` runs the batched forward pass under bfloat16 autocast (no quantization scales: batched like fp32).
     `cache_size` > 0 keeps that many logits by (context, step) text (ScoreCache): a pair asked for again is not
     scored again; `cache.stats()` counts hits and misses.
+    A shared-context model (`model.attention == "shared_context"`, pcr_ray.prm.shared) is scored grouped by
+    context, up to `max_batch` candidates per forward pass: with `context_cache` (BERT-family encoders) each
+    context is encoded once and its per-layer keys and values serve all its candidates
+    (pcr_ray.prm.context_cache); otherwise in packs of at most `pack_size` candidates under the block mask the
+    model was trained with. Both compute the same function; a candidate's score does not depend on the other
+    candidates. Its int8 mode (torch) quantizes each token with its own scale (pcr_ray.prm.int8_rows).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, device: str = "cpu", max_batch: int = 64,
                  max_length: int = 256, identity: dict[str, Any] | None = None, int8: bool = False,
-                 bf16: bool = False, cache_size: int = 0) -> None:
+                 bf16: bool = False, cache_size: int = 0, pack_size: int = DEFAULT_PACK_SIZE,
+                 context_cache: bool = True) -> None:
         if max_batch < 1 or max_length < 8:
             raise ValueError("max_batch must be >= 1 and max_length >= 8")
         if int8 and bf16:
             raise ValueError("choose one of int8 and bf16 scoring, not both")
+        self.shared = getattr(model, "attention", "pair") == "shared_context"
+        if int8 and self.shared and not _row_quantized(model):
+            raise ValueError(SHARED_INT8)
+        if pack_size < 1:
+            raise ValueError(f"pack_size must be >= 1, got {pack_size}")
+        self.pack_size = int(pack_size)
+        self.context_cache = bool(context_cache) and self.shared and supports_context_cache(model.encoder)
         self.model = model.eval() if isinstance(model, torch.nn.Module) else model
         self.tokenizer = tokenizer
         self.device = torch.device(device)
@@ -56,7 +77,8 @@ class PRMScorer:
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
                         max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
-                        runtime: str = "torch", cache_size: int = 0, threads: int | None = None) -> PRMScorer:
+                        runtime: str = "torch", cache_size: int = 0, threads: int | None = None,
+                        pack_size: int = DEFAULT_PACK_SIZE, context_cache: bool = True) -> PRMScorer:
         """Load a checkpoint folder. runtime: `torch` (fp32, or bf16=True) or `onnx` (ONNX Runtime, CPU, int8 or fp32).
 
         runtime=onnx scores with the checkpoint exported to ONNX (pcr_ray.prm.onnx_runtime, cached per
@@ -68,11 +90,11 @@ class PRMScorer:
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
         (prm.json), so that a longer context is cut as it was in training.
         """
-        check_runtime(runtime, device=device, int8=int8, bf16=bf16)
         if torch.device(device).type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
         model, tok, meta = load_checkpoint(path, device="cpu")
+        check_runtime(runtime, device=device, int8=int8, bf16=bf16, attention=meta.attention)
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
@@ -84,15 +106,19 @@ class PRMScorer:
             del model
             model = load_onnx(path, int8=int8, threads=threads)
         else:
+            if int8:  # a shared_context PRM (check_runtime refuses torch int8 for a pair PRM)
+                quantize_rows(model.encoder)  # one scale per token: a score stays a function of its pair
             model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
                     "render": meta.render, "runtime": runtime,
                     "pooling": meta.pooling, "int8": bool(int8),
-                    "bf16": bool(bf16), "device": device, "max_length": max_length,
+                    "bf16": bool(bf16), "device": device, "max_length": max_length, "attention": meta.attention,
+                    **({"candidate_length": meta.candidate_length, "pack_size": int(pack_size)}
+                       if meta.attention == "shared_context" else {}),
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
         return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, bf16=bf16, cache_size=cache_size)
+                   int8=int8, bf16=bf16, cache_size=cache_size, pack_size=pack_size, context_cache=context_cache)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Raw head outputs (before the sigmoid), in input order; cached pairs are not scored again."""
@@ -116,9 +142,11 @@ class PRMScorer:
         return [fresh[k] if v is None else v for v, k in zip(found, keys, strict=True)]
 
     def _forward_all(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """Logits of these pairs through the model: sorted by length, passes of pass_size."""
+        """Logits of these pairs through the model: grouped by context (shared), else sorted by length in passes."""
         if not pairs:
             return []
+        if self.shared:
+            return self.shared_logits(pairs)
         ctx = [p[0] for p in pairs]
         stp = [p[1] for p in pairs]
         lengths = [len(ids) for ids in encode_pairs(self.tokenizer, ctx, stp, self.max_length, pad=False)["input_ids"]]
@@ -138,9 +166,31 @@ class PRMScorer:
                     out[i] = float(v)
         return out
 
+    def shared_logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Logits of a shared-context model: pairs grouped by context into packs (pcr_ray.prm.shared)."""
+        cast = (torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if self.bf16
+                else contextlib.nullcontext())
+        with torch.inference_mode(), cast:
+            if self.context_cache:
+                vals = cached_context_logits(self.model, self.tokenizer, pairs, max_length=self.max_length,
+                                             candidate_length=self.model.candidate_length,
+                                             max_candidates=self.max_batch, device=self.device)
+                return [float(v) for v in vals.tolist()]
+            vals = packed_logits(self.model, self.tokenizer, pairs, max_length=self.max_length,
+                                 candidate_length=self.model.candidate_length, pack_size=self.pack_size,
+                                 max_candidates=self.max_batch, device=self.device)
+        return [float(v) for v in vals.float().cpu().tolist()]
+
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
         return [sigmoid(v) for v in self.logits(pairs)]
+
+
+def _row_quantized(model: torch.nn.Module) -> bool:
+    """True when the model's int8 layers are per-token (RowInt8Linear) and none is torch's per-pass dynamic one."""
+    mods = list(model.modules())
+    return any(isinstance(m, RowInt8Linear) for m in mods) and not any(
+        type(m).__module__.startswith("torch.ao.nn.quantized") for m in mods)
 
 
 def sigmoid(x: float) -> float:

@@ -6,6 +6,9 @@ in-memory rows (unit tests, `checkpoints.ensure_checkpoint`). Losses: pairwise -
 logits, pointwise BCE (positive = 1, negative = 0), or listwise: the pairs that share a (context, positive)
 form one candidate list, as the search's candidates at one prefix do, and the loss is the softmax cross-entropy
 of the positive against all of the list's negatives at once (`candidate_lists`, `listwise_loss`).
+`attention=shared_context` trains a shared-context PRM (pcr_ray.prm.shared): the candidates of a batch that share
+a context (a pair's positive and negative, a list's positive and negatives) are packed into one sequence under
+the block mask the scorer uses, so the context is encoded once per pack.
 A checkpoint folder holds `prm/` (a complete PRM checkpoint, see model.py) and `train_state.pt` (optimizer,
 scheduler, epoch, RNG), so training resumes exactly.
 """
@@ -37,6 +40,7 @@ from pcr_ray.prm.model import (
     model_inputs,
     save_checkpoint,
 )
+from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, DEFAULT_PACK_SIZE, check_attention, packed_logits
 
 LOSSES = ("pairwise", "pointwise", "listwise")
 PRECISIONS = ("fp32", "bf16")
@@ -73,6 +77,9 @@ class TrainConfig:
     group_window: int = 16  # >0: rows of this many batches are regrouped by length (less padding), then shuffled
     log_every: int = 0  # >0: also print a line every this many batches (rank 0), for logs without a tty
     init_from: str = ""  # a PRM checkpoint folder to start from (continued training); a resumed run ignores it
+    attention: str = "pair"  # pair | shared_context: a context and its candidates in one sequence (prm/shared.py)
+    candidate_length: int = DEFAULT_CANDIDATE_LENGTH  # shared_context: tokens a candidate keeps
+    pack_size: int = DEFAULT_PACK_SIZE  # shared_context: candidates per packed sequence at most
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -82,6 +89,9 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError("epochs and batch_size must be >= 1")
+        check_attention(self.attention)
+        if self.attention == "shared_context" and not 4 <= self.candidate_length <= self.max_length - 4:
+            raise ValueError(f"candidate_length must be in [4, max_length - 4], got {self.candidate_length}")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainConfig:
@@ -129,16 +139,44 @@ def listwise_loss(lp: torch.Tensor, ln: torch.Tensor, group: torch.Tensor) -> to
     return torch.stack(losses).mean()
 
 
-def list_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length: int,
-                device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+@dataclass(frozen=True)
+class Packing:
+    """How a shared-context PRM packs a batch (TrainConfig's attention, candidate_length, pack_size)."""
+
+    candidate_length: int = DEFAULT_CANDIDATE_LENGTH
+    pack_size: int = DEFAULT_PACK_SIZE
+
+    @classmethod
+    def of(cls, cfg: TrainConfig) -> Packing | None:
+        """The packing of `cfg`, None for pair attention."""
+        return cls(cfg.candidate_length, cfg.pack_size) if cfg.attention == "shared_context" else None
+
+
+def _shared_logits(model: torch.nn.Module, tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: int,
+                   device: torch.device, packing: Packing) -> torch.Tensor:
+    """Logits of `pairs` (duplicates scored once) through shared-context packs, in input order."""
+    index: dict[tuple[str, str], int] = {}
+    at = [index.setdefault(p, len(index)) for p in pairs]
+    logits = packed_logits(model, tokenizer, list(index), max_length=max_length,
+                           candidate_length=packing.candidate_length, pack_size=packing.pack_size, device=device)
+    return logits[torch.tensor(at, dtype=torch.long, device=logits.device)]
+
+
+def list_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length: int, device: torch.device,
+                packing: Packing | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One forward over each list's (context, pos) once and every (context, neg) -> (l+ per list, l-, list of
-    each negative). Lists are the rows sharing (context, pos_step)."""
+    each negative). Lists are the rows sharing (context, pos_step). With `packing` (shared-context PRM) a list's
+    positive and negatives share packed sequences."""
     ctx = [str(c) for c in batch["context"]]
     pos = [str(s) for s in batch["pos_step"]]
     neg = [str(s) for s in batch["neg_step"]]
     index: dict[tuple[str, str], int] = {}
     group = [index.setdefault((c, p), len(index)) for c, p in zip(ctx, pos, strict=True)]
     heads = list(index)
+    if packing is not None:
+        logits = _shared_logits(model, tokenizer, heads + list(zip(ctx, neg, strict=True)), max_length, device,
+                                packing)
+        return logits[:len(heads)], logits[len(heads):], torch.tensor(group, device=logits.device)
     enc = encode_pairs(tokenizer, [c for c, _ in heads] + ctx, [p for _, p in heads] + neg, max_length)
     inner = getattr(model, "module", model)
     logits = model(**model_inputs(inner, enc, device))
@@ -147,11 +185,16 @@ def list_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length
 
 
 def pair_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length: int,
-                device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward over the 2B sequences (context, pos) + (context, neg) -> (l+, l-)."""
+                device: torch.device, packing: Packing | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward over the 2B sequences (context, pos) + (context, neg) -> (l+, l-); with `packing`
+    (shared-context PRM) over packs of each context's distinct candidates."""
     ctx = [str(c) for c in batch["context"]]
     pos = [str(s) for s in batch["pos_step"]]
     neg = [str(s) for s in batch["neg_step"]]
+    if packing is not None:
+        logits = _shared_logits(model, tokenizer, list(zip(ctx + ctx, pos + neg, strict=True)), max_length, device,
+                                packing)
+        return logits[:len(ctx)], logits[len(ctx):]
     enc = encode_pairs(tokenizer, ctx + ctx, pos + neg, max_length)
     inner = getattr(model, "module", model)
     logits = model(**model_inputs(inner, enc, device))
@@ -205,7 +248,7 @@ def evaluate_pairs(model: torch.nn.Module, tokenizer: Any, batches: Iterable[Bat
     model.eval()
     with torch.inference_mode():
         for b in batches:
-            lp, ln = pair_logits(model, tokenizer, b, cfg.max_length, device)
+            lp, ln = pair_logits(model, tokenizer, b, cfg.max_length, device, Packing.of(cfg))
             n = len(lp)
             loss_sum += float(pair_loss(lp, ln, "pairwise" if cfg.loss == "listwise" else cfg.loss)) * n
             correct += float((lp > ln).sum())
@@ -259,10 +302,10 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         for b in batches:
             with autocast(cfg.precision, device):
                 if cfg.loss == "listwise":
-                    lp, ln, group = list_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                    lp, ln, group = list_logits(wrapped, tokenizer, b, cfg.max_length, device, Packing.of(cfg))
                     loss = listwise_loss(lp.float(), ln.float(), group)
                 else:
-                    lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device)
+                    lp, ln = pair_logits(wrapped, tokenizer, b, cfg.max_length, device, Packing.of(cfg))
                     loss = pair_loss(lp.float(), ln.float(), cfg.loss)
             n_pairs = len(ln)
             optimizer.zero_grad(set_to_none=True)
@@ -301,8 +344,9 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
             if rank0:
                 ck_dir = Path(tmp)
                 meta = PRMMeta(backbone=cfg.backbone, kind=cfg.kind, pooling=cfg.pooling, max_length=cfg.max_length,
-                               dropout=cfg.dropout, train={**metrics, "epochs": epoch + 1, "history": history,
-                                                           "config": cfg.to_dict()})
+                               dropout=cfg.dropout, attention=cfg.attention,
+                               candidate_length=cfg.candidate_length,
+                               train={**metrics, "epochs": epoch + 1, "history": history, "config": cfg.to_dict()})
                 save_checkpoint(model, tokenizer, ck_dir / PRM_SUBDIR, meta)
                 torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "epoch": epoch,
                             "history": history, "torch_rng": torch.get_rng_state()}, ck_dir / STATE_FILE)
@@ -319,7 +363,8 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
 def _initial_model(cfg: TrainConfig) -> tuple[PRMModel, Any]:
     """A fresh model from the backbone, or the weights of `cfg.init_from` (same pooling) to train further."""
     if not cfg.init_from:
-        return build_model(cfg.backbone, pooling=cfg.pooling, dropout=cfg.dropout, seed=cfg.seed)
+        return build_model(cfg.backbone, pooling=cfg.pooling, dropout=cfg.dropout, seed=cfg.seed,
+                           attention=cfg.attention, candidate_length=cfg.candidate_length)
     path = Path(cfg.init_from).expanduser()
     if not path.is_dir():
         raise FileNotFoundError(f"init_from={cfg.init_from!r}: no such PRM checkpoint folder")
@@ -327,6 +372,10 @@ def _initial_model(cfg: TrainConfig) -> tuple[PRMModel, Any]:
     if (meta.pooling, meta.backbone) != (cfg.pooling, cfg.backbone):
         raise ValueError(f"init_from={cfg.init_from!r} is a {meta.backbone!r} PRM with {meta.pooling!r} pooling; "
                          f"the config says {cfg.backbone!r} with {cfg.pooling!r} (choose the matching prm=...)")
+    if (meta.attention, meta.candidate_length) != (cfg.attention, cfg.candidate_length):
+        raise ValueError(f"init_from={cfg.init_from!r} is a {meta.attention} PRM (candidate_length "
+                         f"{meta.candidate_length}); the config says {cfg.attention} ({cfg.candidate_length}): "
+                         f"set train.attention / train.candidate_length to match")
     torch.manual_seed(cfg.seed)
     return model.train(), tokenizer
 

@@ -1,0 +1,288 @@
+"""Shared-context PRM against the pair cross-encoder: scoring speed on the search's own candidates, pairwise accuracy
+of the two quick PRMs trained on the same pairs, and listwise training speed, each ratio measured in one run.
+
+1. Candidates: the nsprm search (typed enumerator, cap 48, beam 2, as `listwise-rounds`' benchmark) runs on the
+   first --problems physics problems of seed 13 with the quick pair PRM; every (context, candidates) request it
+   sends the PRM is recorded. Those requests are then scored, in the same run, by the pair PRM one pair per
+   pass in int8 (today's default), by the pair PRM batched in fp32, and by the shared-context PRM in fp32 (the
+   context cache, the scorer's default, and packs of --pack-sizes under the block mask) and in per-token int8
+   (`prm.int8=true`, pcr_ray.prm.int8_rows, through the context cache): candidates scored per
+   second of wall time and per second of this process's CPU time (one torch thread: CPU time is what a
+   scorer costs, less disturbed by other jobs on a shared machine), best of --rounds alternated rounds.
+2. Accuracy (--accuracy): both quick PRMs of `pcr_ray.prm.checkpoints.ensure_checkpoint` (900 CSP pairs, one
+   epoch; pair and shared_context attention, trained when not cached) scored on the held-out verifier-passing
+   test pairs (the test split of the same problems' CSP and search-matched pairs, --test-pairs of them drawn by
+   hash): pairwise accuracy, each PRM in fp32.
+3. Listwise (--listwise): training steps (forward, backward, AdamW) of the listwise loss on lists of about 13
+   negatives (make-pairs' `search_per_kind=8`), pair against shared_context attention, same batches: pairs/s.
+
+    .venv/bin/python benchmarks/bench_prm_shared.py [--problems 6] [--pack-sizes 16 48] [--accuracy] [--listwise]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Any
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _machine import machine_info, write_result  # noqa: E402
+
+
+class RecordingScorer:
+    """Delegates to a scorer and keeps every request's pairs (the search's own candidates)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[list[tuple[str, str]]] = []
+
+    def score(self, pairs: Any) -> list[float]:
+        self.requests.append([(str(c), str(s)) for c, s in pairs])
+        return self.inner.score(pairs)
+
+
+def collect(ck: Any, n: int, seed: int, cap: int, beam: int) -> tuple[list[list[tuple[str, str]]], dict[str, Any]]:
+    """The PRM requests of the nsprm search on the first n physics problems of `seed` (<= 4 gold steps)."""
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.generators.enumerate import EnumeratorGenerator
+    from pcr_ray.prm.scorer import PRMScorer
+    from pcr_ray.search import SearchConfig, SearchProblem, run_search
+
+    pool = [p for p in generate_problems(600, seed=seed) if p.gold_steps and p.gold_steps <= 4][:n]
+    rec = RecordingScorer(PRMScorer.from_checkpoint(ck, int8=True))
+    t0 = time.perf_counter()
+    rows = run_search([SearchProblem.from_problem(p, givens="gold") for p in pool],
+                      EnumeratorGenerator(typed=True, cap=cap, answer_coverage="any"), rec,
+                      SearchConfig(method="nsprm", beam_width=beam, max_steps=6))
+    pairs = [p for r in rec.requests for p in r]
+    per_ctx: dict[str, int] = {}
+    for c, _ in pairs:
+        per_ctx[c] = per_ctx.get(c, 0) + 1
+    info = {"problems": len(pool), "seed": seed, "cap": cap, "beam_width": beam, "requests": len(rec.requests),
+            "candidates": len(pairs), "contexts": len(per_ctx),
+            "candidates_per_context": round(len(pairs) / max(1, len(per_ctx)), 1),
+            "search_s": round(time.perf_counter() - t0, 1), "answered": sum(r.answer_value is not None for r in rows)}
+    return rec.requests, info
+
+
+def rate(scorer: Any, requests: list[list[tuple[str, str]]]) -> tuple[float, float, list[float]]:
+    """Candidates per wall second and per CPU second, scoring the requests one scorer call each (as the search
+    calls it), and the scores."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    scores = [s for r in requests for s in scorer.score(r)]
+    return len(scores) / (time.perf_counter() - t0), len(scores) / (time.process_time() - c0), scores
+
+
+def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]], pack_sizes: list[int],
+            rounds: int) -> dict[str, Any]:
+    import torch
+
+    from pcr_ray.prm.model import encode_pairs
+    from pcr_ray.prm.scorer import PRMScorer
+    from pcr_ray.prm.shared import make_packs
+
+    scorers = {"pair_int8_one_pair": PRMScorer.from_checkpoint(pair_ck, int8=True),
+               "pair_fp32_batched": PRMScorer.from_checkpoint(pair_ck, max_batch=64)}
+    scorers["shared_fp32_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64)
+    scorers["shared_int8_rows_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, int8=True)
+    for k in pack_sizes:
+        scorers[f"shared_fp32_pack{k}"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, pack_size=k,
+                                                                     context_cache=False)
+    for s in scorers.values():
+        s.score(requests[0][:4])  # warm up
+    best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
+    scores: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for name, s in scorers.items():
+            r, rc, sc = rate(s, requests)
+            best[name] = max(best.get(name, 0.0), r)
+            best_cpu[name] = max(best_cpu.get(name, 0.0), rc)
+            scores[name] = sc
+            print(f"  {name}: {r:.1f} candidates/s wall, {rc:.1f} per CPU second", flush=True)
+    base, base_cpu = best["pair_int8_one_pair"], best_cpu["pair_int8_one_pair"]
+    pairs = [p for r in requests for p in r]
+    tok = scorers["pair_fp32_batched"].tokenizer
+    pair_tokens = [len(x) for x in encode_pairs(tok, [p[0] for p in pairs], [p[1] for p in pairs], 160,
+                                                pad=False)["input_ids"]]
+    shared = scorers[f"shared_fp32_pack{pack_sizes[0]}"]
+    packs = [p for r in requests for p in make_packs(shared.tokenizer, r, max_length=shared.max_length,
+                                                     candidate_length=shared.model.candidate_length,
+                                                     pack_size=pack_sizes[0])]
+    # a candidate's score with the other candidates against alone: the first 64 candidates of the first request
+    alone = [scorers["shared_fp32_context_cache"].score([p])[0] for p in requests[0][:64]]
+    cached = scores["shared_fp32_context_cache"]
+    alone8 = [scorers["shared_int8_rows_context_cache"].score([p])[0] for p in requests[0][:64]]
+    return {
+        "torch_threads": torch.get_num_threads(), "rounds": rounds,
+        "candidates_per_s": {k: round(v, 1) for k, v in best.items()},
+        "over_pair_int8_one_pair": {k: round(v / base, 2) for k, v in best.items()},
+        "candidates_per_cpu_s": {k: round(v, 1) for k, v in best_cpu.items()},
+        "cpu_over_pair_int8_one_pair": {k: round(v / base_cpu, 2) for k, v in best_cpu.items()},
+        "pair_mean_tokens": round(statistics.fmean(pair_tokens), 1),
+        "shared_mean_tokens_per_candidate": round(sum(p.length for p in packs) / len(pairs), 1),
+        "shared_max_abs_diff_with_others_vs_alone": max(abs(a - b) for a, b in zip(alone, cached, strict=False)),
+        "shared_max_abs_diff_cache_vs_packs": max(abs(a - b) for a, b in zip(
+            cached, scores[f"shared_fp32_pack{pack_sizes[0]}"], strict=True)),
+        "shared_int8_rows_mean_abs_diff_vs_fp32": round(statistics.fmean(
+            abs(a - b) for a, b in zip(scores["shared_int8_rows_context_cache"], cached, strict=True)), 4),
+        "shared_int8_rows_max_abs_diff_with_others_vs_alone": max(abs(a - b) for a, b in zip(
+            alone8, scores["shared_int8_rows_context_cache"], strict=False)),
+        "int8_mean_abs_diff_vs_fp32": round(statistics.fmean(
+            abs(a - b) for a, b in zip(scores["pair_int8_one_pair"], scores["pair_fp32_batched"], strict=True)), 4),
+    }
+
+
+def test_pairs(kind: str = "csp") -> list[dict[str, Any]]:
+    """The held-out test split of the quick PRMs' own problems: verifier-passing (CSP + search-matched) pairs."""
+    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
+    from pcr_ray.prm.checkpoints import DEFAULT_SOURCES, load_problems
+
+    rows = pairs_from_problems(load_problems(DEFAULT_SOURCES), PairConfig(kinds=KIND_GROUPS[kind], seed=0))
+    return [r for r in rows if r["split"] == "test"]
+
+
+def accuracy(pair_ck: Any, shared_ck: Any, limit: int) -> dict[str, Any]:
+    from pcr_ray.prm.checkpoints import select_pairs
+    from pcr_ray.prm.model import read_meta
+    from pcr_ray.prm.scorer import PRMScorer
+
+    every = test_pairs()
+    rows = select_pairs(every, limit, seed=0) if limit > 0 else every
+    out: dict[str, Any] = {"test_pairs": len(rows), "test_pairs_available": len(every),
+                           "test_problems": len({r["problem_id"] for r in rows})}
+    for name, ck in (("pair", pair_ck), ("shared_context", shared_ck)):
+        s = PRMScorer.from_checkpoint(ck)
+        pos = s.score([(r["context"], r["pos_step"]) for r in rows])
+        neg = s.score([(r["context"], r["neg_step"]) for r in rows])
+        tr = read_meta(ck).train
+        out[name] = {"pairwise_acc": round(sum(p > n for p, n in zip(pos, neg, strict=True)) / len(rows), 4),
+                     "val_pairwise_acc": round(float(tr.get("val_pairwise_acc", float("nan"))), 4),
+                     "train_pairs": tr.get("train_pairs"), "train_pairs_per_s": tr.get("pairs_per_s"),
+                     "train_epoch_s": tr.get("epoch_seconds")}
+    out["acc_gap_points"] = round(100 * (out["shared_context"]["pairwise_acc"] - out["pair"]["pairwise_acc"]), 2)
+    out["train_pairs_per_s_ratio"] = round(out["shared_context"]["train_pairs_per_s"] /
+                                           out["pair"]["train_pairs_per_s"], 2)
+    return out
+
+
+def listwise(n_steps: int, batch_size: int, rounds: int) -> dict[str, Any]:
+    """Listwise training pairs/s, pair against shared_context attention, on the same candidate-list batches."""
+    import torch
+
+    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
+    from pcr_ray.prm.checkpoints import load_problems
+    from pcr_ray.prm.model import build_model
+    from pcr_ray.prm.train_loop import Packing, _columns, candidate_lists, list_logits, listwise_loss
+
+    src = [{"name": "physics", "kwargs": {"n": 60, "seed": 7919}}]
+    rows = pairs_from_problems(load_problems(src),
+                               PairConfig(kinds=KIND_GROUPS["csp"], seed=0, search_per_kind=8))
+    rows = [r for r in rows if r["split"] == "train"]
+    batches = list(candidate_lists([_columns(rows)], batch_size, "0"))[: n_steps + 1]
+    n_lists = [len({(c, p) for c, p in zip(b["context"], b["pos_step"], strict=True)}) for b in batches]
+    best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
+    device = torch.device("cpu")
+    for _ in range(rounds):
+        for attention in ("pair", "shared_context"):
+            model, tok = build_model("minilm", attention=attention, seed=0)
+            model.train()
+            packing = Packing() if attention == "shared_context" else None
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+            t0 = c0 = 0.0
+            for i, b in enumerate(batches):  # batch 0 warms up
+                if i == 1:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                lp, ln, group = list_logits(model, tok, b, 160, device, packing)
+                loss = listwise_loss(lp, ln, group)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            n = sum(len(b["neg_step"]) for b in batches[1:])
+            r, rc = n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+            best[attention] = max(best.get(attention, 0.0), r)
+            best_cpu[attention] = max(best_cpu.get(attention, 0.0), rc)
+            print(f"  listwise {attention}: {r:.2f} pairs/s wall, {rc:.2f} per CPU second", flush=True)
+    negs = sum(len(b["neg_step"]) for b in batches[1:])
+    return {"batch_size": batch_size, "steps": len(batches) - 1, "pairs": negs,
+            "negatives_per_list": round(negs / sum(n_lists[1:]), 1), "rounds": rounds,
+            "pairs_per_s": {k: round(v, 2) for k, v in best.items()},
+            "shared_over_pair": round(best["shared_context"] / best["pair"], 2),
+            "pairs_per_cpu_s": {k: round(v, 2) for k, v in best_cpu.items()},
+            "cpu_shared_over_pair": round(best_cpu["shared_context"] / best_cpu["pair"], 2)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problems", type=int, default=6, help="seed-13 physics problems whose search is recorded")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--cap", type=int, default=48)
+    ap.add_argument("--beam", type=int, default=2)
+    ap.add_argument("--max-candidates", type=int, default=1500, help="score the first requests up to this many "
+                    "candidates (whole requests)")
+    ap.add_argument("--pack-sizes", type=int, nargs="+", default=[16, 48])
+    ap.add_argument("--rounds", type=int, default=2, help="alternated timing rounds (best of)")
+    ap.add_argument("--accuracy", action="store_true", help="pairwise accuracy of the two quick PRMs (trains them "
+                    "when not cached)")
+    ap.add_argument("--listwise", action="store_true", help="listwise training pairs/s, pair vs shared")
+    ap.add_argument("--listwise-steps", type=int, default=6)
+    ap.add_argument("--listwise-batch-size", type=int, default=32)
+    ap.add_argument("--test-pairs", type=int, default=600, help="test pairs scored (hash-drawn; 0: all)")
+    ap.add_argument("--listwise-only", action="store_true", help="only the listwise training measurement")
+    ap.add_argument("--name", default="bench_prm_shared")
+    args = ap.parse_args()
+
+    import torch
+
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
+
+    if args.listwise_only:
+        res = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
+               "listwise": listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)}
+        print(f"listwise: {res['listwise']}", flush=True)
+        write_result(args.name, res)
+        return
+    pair_ck = ensure_checkpoint("csp")
+    shared_ck = ensure_checkpoint("csp", attention="shared_context")
+    res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
+                           "pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)"}
+    import json
+
+    from pcr_ray.paths import cache_dir
+
+    saved = cache_dir() / "bench" / f"prm_requests_seed{args.seed}_p{args.problems}_cap{args.cap}_b{args.beam}.json"
+    if saved.exists():  # the same search's requests, recorded by an earlier run
+        requests, info = (lambda d: ([[tuple(p) for p in r] for r in d["requests"]], d["info"]))(
+            json.loads(saved.read_text()))
+    else:
+        requests, info = collect(pair_ck, args.problems, args.seed, args.cap, args.beam)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps({"requests": requests, "info": info}))
+    res["search_candidates"] = info
+    print(f"search: {info}", flush=True)
+    kept: list[list[tuple[str, str]]] = []
+    for r in requests:
+        if sum(map(len, kept)) >= args.max_candidates:
+            break
+        kept.append(r)
+    info["scored_requests"], info["scored_candidates"] = len(kept), sum(map(len, kept))
+    res["scoring"] = scoring(pair_ck, shared_ck, kept, args.pack_sizes, args.rounds)
+    print(f"scoring: {res['scoring']}", flush=True)
+    write_result(args.name, res)  # each part as soon as it is measured
+    if args.accuracy:
+        res["accuracy"] = accuracy(pair_ck, shared_ck, args.test_pairs)
+        print(f"accuracy: {res['accuracy']}", flush=True)
+        write_result(args.name, res)
+    if args.listwise:
+        res["listwise"] = listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)
+        print(f"listwise: {res['listwise']}", flush=True)
+    write_result(args.name, res)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Shared-context scoring with each context encoded once: its per-layer keys and values reused by all its candidates.
+
+The same function as the block mask of `pcr_ray.prm.shared` (context tokens attend to the context alone; a
+candidate's tokens to the context and to themselves; positions restart after the context), computed without the
+packed sequence: the contexts of a batch run through the encoder's layers on their own, and at every layer each
+candidate's queries attend to its context's keys and values (computed once per context) and to its own. A
+candidate costs its own tokens, not the pack's quadratic attention. BERT-family encoders (MiniLM) only
+(`supports_context_cache`); inference only (training packs under the mask, which is differentiable as is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from pcr_ray.prm.shared import Pack, batches_of_packs, make_packs
+
+
+def supports_context_cache(encoder: Any) -> bool:
+    """True for an encoder with BERT's layout (embeddings, encoder.layer[i].attention.self.query, ...)."""
+    layers = getattr(getattr(encoder, "encoder", None), "layer", None)
+    if not hasattr(encoder, "embeddings") or layers is None or getattr(encoder.config, "is_decoder", False):
+        return False
+    return all(hasattr(getattr(getattr(la, "attention", None), "self", None), "query")
+               and hasattr(la, "feed_forward_chunk") for la in layers)
+
+
+def cached_context_logits(model: torch.nn.Module, tokenizer: Any, pairs: Sequence[tuple[str, str]], *,
+                          max_length: int, candidate_length: int, max_candidates: int,
+                          device: torch.device | str = "cpu") -> torch.Tensor:
+    """Logits of (context, candidate) pairs, in input order; contexts batched with up to `max_candidates`
+    candidates per pass (a context with more passes alone)."""
+    packs = make_packs(tokenizer, pairs, max_length=max_length, candidate_length=candidate_length,
+                       pack_size=max(1, len(pairs)))
+    out = torch.empty(len(pairs))
+    for group in batches_of_packs(packs, max_candidates):
+        slots = torch.tensor([s for p in group for s in p.slots], dtype=torch.long)
+        out[slots] = _group_logits(model, group, torch.device(device)).float().cpu()
+    return out
+
+
+def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> torch.Tensor:
+    enc = model.encoder
+    nb = len(group)
+    c_len = torch.tensor([len(p.context_ids) for p in group])
+    cands = [(b, ids) for b, p in enumerate(group) for ids in p.candidate_ids]
+    cmax, mmax = int(c_len.max()), max(len(ids) for _, ids in cands)
+    ctx_ids = torch.zeros(nb, cmax, dtype=torch.long)
+    for b, p in enumerate(group):
+        ctx_ids[b, :len(p.context_ids)] = torch.tensor(p.context_ids)
+    ctx_valid = torch.arange(cmax).unsqueeze(0) < c_len.unsqueeze(1)
+    owner = torch.tensor([b for b, _ in cands])
+    cand_ids = torch.zeros(len(cands), mmax, dtype=torch.long)
+    m_len = torch.tensor([len(ids) for _, ids in cands])
+    for i, (_, ids) in enumerate(cands):
+        cand_ids[i, :len(ids)] = torch.tensor(ids)
+    cand_valid = torch.arange(mmax).unsqueeze(0) < m_len.unsqueeze(1)
+    cand_pos = c_len[owner].unsqueeze(1) + torch.arange(mmax).unsqueeze(0)
+    one = 1 if model.uses_token_types else 0
+    hc = enc.embeddings(input_ids=ctx_ids.to(device), token_type_ids=torch.zeros_like(ctx_ids).to(device),
+                        position_ids=torch.arange(cmax).expand(nb, cmax).to(device))
+    hx = enc.embeddings(input_ids=cand_ids.to(device), token_type_ids=torch.full_like(cand_ids, one).to(device),
+                        position_ids=cand_pos.to(device))
+    neg = torch.finfo(hc.dtype).min
+    ctx_mask = torch.zeros(nb, 1, 1, cmax, dtype=hc.dtype).masked_fill(~ctx_valid[:, None, None, :], neg)
+    keys_valid = torch.cat([ctx_valid[owner], cand_valid], dim=1)
+    cand_mask = torch.zeros(len(cands), 1, 1, cmax + mmax, dtype=hc.dtype).masked_fill(
+        ~keys_valid[:, None, None, :], neg)
+    ctx_mask, cand_mask, owner_d = ctx_mask.to(device), cand_mask.to(device), owner.to(device)
+    for layer in enc.encoder.layer:
+        sa = layer.attention.self
+
+        def heads(t: torch.Tensor, sa: Any = sa) -> torch.Tensor:
+            return t.view(t.shape[0], t.shape[1], sa.num_attention_heads, sa.attention_head_size).transpose(1, 2)
+
+        kc, vc = heads(sa.key(hc)), heads(sa.value(hc))
+        ac = F.scaled_dot_product_attention(heads(sa.query(hc)), kc, vc, attn_mask=ctx_mask, scale=sa.scaling)
+        ax = F.scaled_dot_product_attention(heads(sa.query(hx)), torch.cat([kc[owner_d], heads(sa.key(hx))], 2),
+                                            torch.cat([vc[owner_d], heads(sa.value(hx))], 2), attn_mask=cand_mask,
+                                            scale=sa.scaling)
+        hc = layer.feed_forward_chunk(layer.attention.output(ac.transpose(1, 2).reshape(hc.shape), hc))
+        hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(hx.shape), hx))
+    pool = (cand_valid.to(hx.dtype) / m_len.unsqueeze(1).to(hx.dtype)).to(device)
+    return model.head(model.dropout((hx * pool.unsqueeze(-1)).sum(1))).squeeze(-1)
