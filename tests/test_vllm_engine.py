@@ -141,7 +141,7 @@ def test_nsprm_search_with_vllm_verifies_retries_and_scores(engine, prm) -> None
             return self.inner.score(pairs)
 
     gen, scorer = Counting(proxy), Counting(prm)
-    problems = _problems(3)
+    problems = _problems(4)
     res = run_search(problems, gen, scorer, SearchConfig(method="nsprm", beam_width=1, k=3, max_steps=2,
                                                          max_retries=1, max_backtracks=0))
     assert [r.id for r in res] == [p.id for p in problems] and not any(r.error for r in res)
@@ -151,10 +151,10 @@ def test_nsprm_search_with_vllm_verifies_retries_and_scores(engine, prm) -> None
     assert retried and sum(r.retries for r in res) > 0
     codes = {c for r in res for c in r.reject_codes}
     assert any(code in line for r in retried for line in r.feedback for code in codes)
-    # what passed the verifier was scored by the PRM, and nothing else was (SmolLM2-135M often gets no step
-    # past the verifier: then the PRM is never asked, which is verifier-first search working as designed)
+    # what passed the verifier was scored by the PRM, and nothing else was. SmolLM2-135M gets most steps
+    # rejected (wrong units, redefined names); on these problems some of its steps pass and reach the PRM
     assert scorer.pairs == sum(r.n_scored for r in res) <= sum(r.n_verified for r in res) + len(res) * 3
-    assert (sum(r.n_verified for r in res) == 0) == (scorer.pairs == 0)
+    assert sum(r.n_verified for r in res) > 0 and scorer.pairs > 0, [(r.n_verified, r.reject_codes) for r in res]
 
 
 def test_full_solution_modes_through_vllm(engine, prm) -> None:
@@ -245,32 +245,6 @@ def test_paper_table_end_to_end_on_cpu(engine, tmp_path) -> None:
     assert (out / "report.html").stat().st_size > 1000
 
 
-def test_model_size_sweep_merged_by_summarize(engine, tmp_path) -> None:
-    """`pcr-ray evaluate -m generator=vllm_tiny,vllm_tiny_half`: two models through the same code, one table."""
-    import csv
-
-    from pcr_ray import evaluate as ev
-    from pcr_ray.pipeline.summarize import main as summarize_main
-
-    sweep = tmp_path / "sweep"
-    over = [o for o in e2e_overrides("unused", 1) if not o.startswith(("generator=", "run_dir="))]
-    rc = ev.main(["-m", *over, "generator=vllm_tiny,vllm_tiny_half", "methods=[nsprm,direct]",
-                  f"hydra.sweep.dir={sweep}"])
-    assert rc == 0
-    runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
-    assert len(runs) == 2
-    import yaml
-
-    models = {yaml.safe_load((r / "config.yaml").read_text())["generator"]["model"] for r in runs}
-    assert models == {"tiny:smollm2", "tiny:smollm2-half"}
-    assert summarize_main([str(sweep)]) == 0
-    with open(sweep / "summary.csv") as fh:
-        table = list(csv.DictReader(fh))
-    assert sorted((r["generator"], r["method"]) for r in table) == [
-        ("vllm_tiny", "direct"), ("vllm_tiny", "nsprm"), ("vllm_tiny_half", "direct"), ("vllm_tiny_half", "nsprm")]
-    assert all(int(r["n"]) == 1 for r in table)
-
-
 def test_solve_cli_prints_a_trace_and_an_answer_line(tmp_path) -> None:
     """`pcr-ray solve "..." generator=vllm_tiny` in its own process (its own engine, built in-process)."""
     import subprocess
@@ -314,3 +288,32 @@ def test_engine_killed_mid_batch_is_restarted_and_the_batch_retried(engine) -> N
     assert new and not set(new) & set(pids)
     assert os.getpid() != info["pid"]
 
+
+def test_model_size_sweep_merged_by_summarize(engine, tmp_path) -> None:
+    """`pcr-ray evaluate -m generator=vllm_tiny,vllm_tiny_half`: two models through the same code, one table.
+
+    Last in the module: the second sweep point releases the first model's engine actor (the module's), as an
+    evaluation frees the previous model for the next one.
+    """
+    import csv
+
+    from pcr_ray import evaluate as ev
+    from pcr_ray.pipeline.summarize import main as summarize_main
+
+    sweep = tmp_path / "sweep"
+    over = [o for o in e2e_overrides("unused", 1) if not o.startswith(("generator=", "run_dir="))]
+    rc = ev.main(["-m", *over, "generator=vllm_tiny,vllm_tiny_half", "methods=[nsprm,direct]",
+                  f"hydra.sweep.dir={sweep}"])
+    assert rc == 0
+    runs = sorted(p.parent for p in sweep.rglob("metrics.json"))
+    assert len(runs) == 2
+    import yaml
+
+    models = {yaml.safe_load((r / "config.yaml").read_text())["generator"]["model"] for r in runs}
+    assert models == {"tiny:smollm2", "tiny:smollm2-half"}
+    assert summarize_main([str(sweep)]) == 0
+    with open(sweep / "summary.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert sorted((r["generator"], r["method"]) for r in table) == [
+        ("vllm_tiny", "direct"), ("vllm_tiny", "nsprm"), ("vllm_tiny_half", "direct"), ("vllm_tiny_half", "nsprm")]
+    assert all(int(r["n"]) == 1 for r in table)
