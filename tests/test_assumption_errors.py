@@ -210,7 +210,7 @@ def test_the_conditions_step_evaluates_condition_problems(tmp_path):
     argv = list(step.argv)
     cfg = compose_config(argv[argv.index("evaluate") + 1:])
     assert list(cfg.methods) == ["nsprm", "prm_only"]
-    assert cfg.generator.cap == 24 and cfg.search.beam_width == 2 and cfg.search.max_steps == 5
+    assert cfg.generator.cap == 48 and cfg.search.beam_width == 2 and cfg.search.max_steps == 5  # twice Table 1
     probs = load_problems(cfg.dataset)
     assert len(probs) == reproduce.SCALES["cpu"].conditions
     assert all(p.gold_trace["meta"]["assumptions"] for p in probs)
