@@ -26,15 +26,18 @@ from pathlib import Path
 from _machine import machine_info, write_result
 
 
-def _compose_generator() -> dict:
+def _compose_generator() -> tuple[dict, dict]:
+    """generator=vllm_tiny and its actor settings as `pcr-ray evaluate` checks them, on one CPU (no GPU)."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
+    from pcr_ray.configs import check, to_plain
     from pcr_ray.paths import conf_dir
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("evaluate", overrides=["generator=vllm_tiny"])
-    return OmegaConf.to_container(cfg.generator, resolve=True)
+        cfg = compose("evaluate", overrides=["generator=vllm_tiny", "actors.generator.replicas=1",
+                                             "actors.generator.num_gpus=0", "actors.generator.num_cpus=1"])
+    plain = to_plain(check("evaluate", cfg))
+    return plain["generator"], plain["actors"]["generator"]
 
 
 def _batches(n_workers: int, per_worker: int, k: int) -> list[list]:
@@ -120,9 +123,9 @@ def main() -> int:
     from pcr_ray.pipeline import actors as act
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    gen_cfg = _compose_generator()
+    gen_cfg, actor_cfg = _compose_generator()
     t0 = time.perf_counter()
-    ref = act.ensure_generator(gen_cfg, {"num_cpus": 1, "max_concurrency": 64}, None)
+    ref = act.ensure_generator(gen_cfg, actor_cfg, None)
     start_s = time.perf_counter() - t0
     actor = ray.get_actor(ref.names[0])
     proxy = act.connect(ref)
