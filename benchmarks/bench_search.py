@@ -6,6 +6,11 @@ cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on fir
 benchmarks/results/bench_search.json.
 
     .venv/bin/python benchmarks/bench_search.py [--problems 8] [--cap 48] [--max-gold-steps 4] [--int8]
+    .venv/bin/python benchmarks/bench_search.py --scorers pair-fp32 pair-int8 shared-fp32 shared-int8 --beams 4
+
+--scorers compares PRM scorers in one run on the same problems (the share of search time in PRM scoring of each):
+pair-fp32 (torch, batched), pair-int8 (ONNX Runtime int8, one pair per pass: the CPU default), shared-fp32 and
+shared-int8 (the quick shared-context PRM, torch, each context encoded once; int8 per token).
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _machine import machine_info, write_result  # noqa: E402
 
+# name -> (the quick PRM's attention, runtime, int8)
+SCORERS = {"pair-fp32": ("pair", "torch", False), "pair-int8": ("pair", "onnx", True),
+           "shared-fp32": ("shared_context", "torch", False), "shared-int8": ("shared_context", "torch", True)}
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
@@ -31,6 +40,9 @@ def main() -> None:
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--int8", action="store_true", help="ONNX Runtime int8 PRM")
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--name", default="bench_search", help="JSON file name (without .json)")
+    ap.add_argument("--scorers", nargs="+", default=None, choices=sorted(SCORERS),
+                    help="compare these PRM scorers (same problems, same run) instead of the one of --int8")
     args = ap.parse_args()
 
     import torch
@@ -42,39 +54,50 @@ def main() -> None:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    ck = args.checkpoint or ensure_checkpoint("csp")
-    scorer = PRMScorer.from_checkpoint(ck, int8=args.int8, runtime="onnx" if args.int8 else "torch", max_batch=64,
-                                       max_length=160)
     pool = [p for p in generate_problems(400, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
-    scorer.score([("warm up", "x = mul(x=a, y=b) [m]")])
+    if args.scorers:
+        scorers = {}
+        for name in args.scorers:
+            attention, runtime, int8 = SCORERS[name]
+            ck = ensure_checkpoint("csp", attention=attention)
+            scorers[name] = (ck, PRMScorer.from_checkpoint(ck, int8=int8, runtime=runtime, max_batch=64,
+                                                           cache_size=0))
+    else:
+        ck = args.checkpoint or ensure_checkpoint("csp")
+        scorers = {"int8" if args.int8 else "fp32": (ck, PRMScorer.from_checkpoint(
+            ck, int8=args.int8, runtime="onnx" if args.int8 else "torch", max_batch=64, max_length=160))}
     rows = []
-    for beam in args.beams:
-        cfg = SearchConfig(method="nsprm", beam_width=beam, max_steps=6)
-        gen = EnumeratorGenerator(cap=args.cap)
-        t0 = time.perf_counter()
-        res = run_search(problems, gen, scorer, cfg)
-        wall = time.perf_counter() - t0
-        gen_s = sum(r.gen_s for r in res)
-        ver_s = sum(r.verify_s for r in res)
-        prm_s = sum(r.prm_s for r in res)
-        other = max(0.0, wall - gen_s - ver_s - prm_s)
-        correct = sum(r.answer_value is not None and r.gold_value is not None and math.isclose(
-            r.answer_value, r.gold_value, rel_tol=1e-4) for r in res)
-        row = {"beam_width": beam, "problems": len(res), "wall_s": round(wall, 3),
-               "problems_per_s": round(len(res) / wall, 4),
-               "share": {"generation": round(gen_s / wall, 4), "verification": round(ver_s / wall, 4),
-                         "prm": round(prm_s / wall, 4), "other": round(other / wall, 4)},
-               "candidates": sum(r.n_proposed for r in res), "verified": sum(r.n_verified for r in res),
-               "prm_pairs": sum(r.n_prm_calls for r in res), "acc": round(correct / len(res), 4)}
-        rows.append(row)
-        print(f"B={beam}: {row['problems_per_s']:.3f} problems/s  gen {row['share']['generation']:.1%}  verify "
-              f"{row['share']['verification']:.1%}  PRM {row['share']['prm']:.1%}  ({row['prm_pairs']} PRM pairs, "
-              f"acc {row['acc']:.2f})")
+    for name, (ck, scorer) in scorers.items():
+        scorer.score([("warm up", "x = mul(x=a, y=b) [m]")])
+        for beam in args.beams:
+            cfg = SearchConfig(method="nsprm", beam_width=beam, max_steps=6)
+            gen = EnumeratorGenerator(cap=args.cap)
+            t0 = time.perf_counter()
+            res = run_search(problems, gen, scorer, cfg)
+            wall = time.perf_counter() - t0
+            gen_s = sum(r.gen_s for r in res)
+            ver_s = sum(r.verify_s for r in res)
+            prm_s = sum(r.prm_s for r in res)
+            other = max(0.0, wall - gen_s - ver_s - prm_s)
+            correct = sum(r.answer_value is not None and r.gold_value is not None and math.isclose(
+                r.answer_value, r.gold_value, rel_tol=1e-4) for r in res)
+            pairs = sum(r.n_prm_calls for r in res)
+            row = {"scorer": name, "checkpoint": str(ck), "beam_width": beam, "problems": len(res),
+                   "wall_s": round(wall, 3), "problems_per_s": round(len(res) / wall, 4),
+                   "share": {"generation": round(gen_s / wall, 4), "verification": round(ver_s / wall, 4),
+                             "prm": round(prm_s / wall, 4), "other": round(other / wall, 4)},
+                   "candidates": sum(r.n_proposed for r in res), "verified": sum(r.n_verified for r in res),
+                   "prm_pairs": pairs, "prm_pairs_per_s": round(pairs / prm_s, 1) if prm_s else None,
+                   "acc": round(correct / len(res), 4)}
+            rows.append(row)
+            print(f"{name} B={beam}: {row['problems_per_s']:.3f} problems/s  gen {row['share']['generation']:.1%}  "
+                  f"verify {row['share']['verification']:.1%}  PRM {row['share']['prm']:.1%}  ({pairs} PRM pairs, "
+                  f"{row['prm_pairs_per_s']} pairs/s, acc {row['acc']:.2f})", flush=True)
     base = rows[0]["problems_per_s"]
     for r in rows:
         r["speed_vs_first"] = round(r["problems_per_s"] / base, 3) if base else None
-    write_result("bench_search", {"machine": machine_info(), "checkpoint": str(ck), "int8": args.int8, "cap": args.cap,
+    write_result(args.name, {"machine": machine_info(), "scorers": list(scorers), "int8": args.int8, "cap": args.cap,
                                   "torch_threads": torch.get_num_threads(), "max_gold_steps": args.max_gold_steps,
                                   "rows": rows})
 
