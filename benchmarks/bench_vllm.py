@@ -98,7 +98,8 @@ def _search_split(proxy, n: int) -> dict:
           if p.gold_steps and p.gold_steps <= 2][:n]
     prm = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64)
     t0 = time.perf_counter()
-    res = run_search(ps, proxy, prm, SearchConfig(method="nsprm", beam_width=2, k=4, max_steps=3, max_retries=2,
+    # the search settings of the vLLM nsprm test (tests/test_vllm_engine.py)
+    res = run_search(ps, proxy, prm, SearchConfig(method="nsprm", beam_width=1, k=3, max_steps=2, max_retries=1,
                                                   max_backtracks=0))
     wall = time.perf_counter() - t0
     split = {key: round(sum(getattr(r, key) for r in res), 3) for key in ("gen_s", "verify_s", "prm_s")}
