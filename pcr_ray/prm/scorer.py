@@ -23,8 +23,8 @@ from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
 
-SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM whose int8 takes one activation scale per forward pass: "
-               "a candidate's score would move with the other candidates; load it with "
+SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM whose int8 takes one activation scale per forward "
+               "pass: a candidate's score would move with the other candidates; load it with "
                "PRMScorer.from_checkpoint(path, int8=True, runtime='torch'), which quantizes each token with its own "
                "scale (pcr_ray.prm.int8_rows), or score in fp32")
 
