@@ -11,6 +11,7 @@ Each has an environment variable that overrides it; an empty variable counts as 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -43,3 +44,30 @@ def cache_dir() -> Path:
 def runs_dir() -> Path:
     """Where a run without an explicit run_dir writes: ./outputs in the working directory."""
     return Path.cwd() / "outputs"
+
+
+def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable[[Path], object]) -> Path:
+    """`folder`, made by `make(tmp)` in a temporary folder beside it and renamed into place, unless complete.
+
+    A file lock beside it keeps concurrent first users (actors starting together) from building it twice; the
+    folder appears whole or not at all.
+    """
+    import fcntl
+    import shutil
+    import tempfile
+
+    if is_complete(folder):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_complete(folder):
+            return folder
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+        try:
+            make(tmp)
+            shutil.rmtree(folder, ignore_errors=True)
+            os.replace(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder

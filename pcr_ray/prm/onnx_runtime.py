@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,24 +65,10 @@ def exported(path: str | os.PathLike[str]) -> Path:
 
     Concurrent callers (PRM actors starting together) wait on a file lock; a folder appears whole or not at all.
     """
-    import fcntl
+    from pcr_ray.paths import build_once
 
-    out = export_dir(path)
-    if all((out / f).is_file() for f in FILES.values()):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f"{out.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if all((out / f).is_file() for f in FILES.values()):
-            return out
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-        try:
-            _export(Path(path), tmp)
-            shutil.rmtree(out, ignore_errors=True)
-            os.replace(tmp, out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return build_once(export_dir(path), lambda out: all((out / f).is_file() for f in FILES.values()),
+                      lambda tmp: _export(Path(path), tmp))
 
 
 def _export(path: Path, out: Path) -> None:
