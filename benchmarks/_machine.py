@@ -1,4 +1,4 @@
-"""Shared benchmark helpers: the machine, the summary JSON in results/ (command, git revision), records in the cache."""
+"""Shared benchmark helpers: the machine, the summary JSON (command, git revision) in the cache and, asked, results/."""
 
 from __future__ import annotations
 
@@ -57,13 +57,22 @@ def records_path(name: str) -> Path:
     return path
 
 
-def write_result(name: str, result: dict) -> Path:
-    """Write benchmarks/results/NAME.json with the command line and git revision it was made by."""
+def write_result(name: str, result: dict, commit: bool | None = None) -> Path:
+    """Write the summary JSON (command line, git revision) to <cache>/bench/NAME.json: a run's record.
+
+    commit=True, or commit=None with PCR_RAY_BENCH_RESULTS=1 in the environment, also writes
+    benchmarks/results/NAME.json, the committed copy: only for a record the docs cite.
+    """
+    from pcr_ray.paths import cache_dir
+
     result.setdefault("command", " ".join(["python", *sys.argv]))
     result.setdefault("git_revision", git_revision())
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {path}")
-    return path
+    text = json.dumps(result, indent=2, sort_keys=True, default=str) + "\n"
+    if commit is None:
+        commit = os.environ.get("PCR_RAY_BENCH_RESULTS") == "1"
+    targets = [cache_dir() / "bench" / f"{name}.json"] + ([RESULTS / f"{name}.json"] if commit else [])
+    for path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}")
+    return targets[-1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,13 +20,4 @@ def provenance() -> dict:
 
 def save(name: str, result: dict, to_results: bool) -> Path:
     """Write `result` (with provenance) to <cache>/bench/<name>.json, and to benchmarks/results/ when asked."""
-    from pcr_ray.paths import cache_dir
-
-    result = {**result, **provenance()}
-    path = cache_dir() / "bench" / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
-    print(f"wrote {path}")
-    if to_results:
-        write_result(name, result)
-    return path
+    return write_result(name, {**result, **provenance()}, commit=True if to_results else None)

@@ -61,12 +61,10 @@ def test_mixes_select_their_templates():
 
 
 @pytest.mark.parametrize("tpl", CONDITION_TEMPLATES, ids=lambda t: t.name)
-def test_condition_templates_verify_and_their_answer_needs_the_condition(tpl):
+def test_condition_templates_answer_needs_the_condition(tpl):
+    """(Every template's gold trace verifies: tests/test_data_physics.py.)"""
     for seed in range(6):
         p = make_problem(tpl, seed, 0)
-        v = verify(p.gold_trace)
-        assert v.ok, (p.text, v.format_text())
-        assert math.isclose(v.answer[0].value, p.answer_value, rel_tol=1e-6)
         conds = p.gold_trace["meta"]["assumptions"]
         assert conds == {k: list(g) for k, g in tpl.assumptions.items()}
         names = {g["name"] for g in p.gold_trace["givens"]}
