@@ -22,7 +22,7 @@ from tests.prm_helpers import small_pairs
 
 @pytest.fixture(scope="module")
 def checkpoint():
-    return ensure_checkpoint("csp")
+    return ensure_checkpoint("csp", attention="pair")  # the runtime choice is a pair checkpoint's
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +118,7 @@ def test_runtime_settings_are_checked(checkpoint):
     with pytest.raises(ValueError, match="set prm.runtime=torch"):
         check_runtime("onnx", device="cuda", int8=True)
     check_runtime("onnx", int8=False)  # ONNX Runtime fp32
+    check_runtime("onnx", int8=True, attention="shared_context")  # a shared_context PRM scores on torch whatever
     with pytest.raises(ValueError, match="not both"):
         check_runtime("onnx", int8=True, bf16=True)
     with pytest.raises(ValueError, match="bf16 scoring runs on torch"):

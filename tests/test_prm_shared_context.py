@@ -204,7 +204,8 @@ def test_quick_shared_checkpoint_lives_apart(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "cache"))
     assert ck.default_checkpoint_dir("csp", "shared_context") == tmp_path / "cache" / "prm" / "csp_shared"
-    assert ck.default_checkpoint_dir("csp") == tmp_path / "cache" / "prm" / "csp"
+    assert ck.default_checkpoint_dir("csp") == tmp_path / "cache" / "prm" / "csp_shared"  # the default
+    assert ck.default_checkpoint_dir("csp", "pair") == tmp_path / "cache" / "prm" / "csp"
     assert ck.find_checkpoint("csp", "shared_context") is None
 
 

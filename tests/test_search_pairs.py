@@ -1,4 +1,5 @@
-"""Search-matched pairs (alternative_step, answer_timing): verifier-valid, really different, seeded; and their rows."""
+"""Search-matched pairs (alternative_step, answer_timing, unused_constant): verifier-valid, really different,
+seeded; and their rows."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pcr_ray.core.verifier import check_answer, check_step
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.negatives.csp import prepare_gold, step_key
 from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pair_records
-from pcr_ray.negatives.search_pairs import ALTERNATIVE_STEP, ANSWER_TIMING, search_negatives
+from pcr_ray.negatives.search_pairs import ALTERNATIVE_STEP, ANSWER_TIMING, UNUSED_CONSTANT, search_negatives
 from pcr_ray.prm.render import render_answer, step_from_dict
 
 
@@ -59,6 +60,21 @@ def test_answer_timing_pairs_stop_early_vs_go_on(physics) -> None:
     assert early > 0 and done > len(physics)
 
 
+def test_unused_constant_pairs_load_a_constant_the_gold_trace_never_uses(physics) -> None:
+    n_neg = 0
+    for p in physics:
+        gold = prepare_gold(p.gold_trace)
+        used = {s.args.get("name") for s in gold.trace.steps if s.op == "const"}
+        for neg in search_negatives(gold, p.text, key=p.id, kinds=(UNUSED_CONSTANT,)):
+            n_neg += 1
+            pos, load = step_from_dict(json.loads(neg.pos_json)), step_from_dict(json.loads(neg.neg_json))
+            assert load.op == "const" and load.args["name"] not in used, (p.id, neg)
+            assert pos == gold.trace.steps[neg.t] and load.out.name == pos.out.name
+            assert check_step(gold.states[neg.t], load, neg.t).ok
+            assert "const(name=" in neg.neg_text
+    assert n_neg > len(physics)
+
+
 def test_seeded_and_in_the_pair_rows(physics) -> None:
     p = next(p for p in physics if (p.gold_steps or 0) >= 3)
     cfg = PairConfig(kinds=KIND_GROUPS["csp"], seed=4)
@@ -66,7 +82,8 @@ def test_seeded_and_in_the_pair_rows(physics) -> None:
     b, _ = pair_records(p.to_dict(), cfg)
     assert status == "ok" and a == b
     kinds = {r["kind"] for r in a}
-    assert {ALTERNATIVE_STEP, ANSWER_TIMING} <= kinds and not kinds & {"random_op", "random_arg", "random_noise"}
+    assert {ALTERNATIVE_STEP, ANSWER_TIMING, UNUSED_CONSTANT} <= kinds
+    assert not kinds & {"random_op", "random_arg", "random_noise"}
     assert all(r["verified"] and r["pos_step"] != r["neg_step"] for r in a)
     c, _ = pair_records(p.to_dict(), PairConfig(kinds=KIND_GROUPS["csp"], seed=5))
     assert c != a

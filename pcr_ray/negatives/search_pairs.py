@@ -2,14 +2,17 @@
 
 CSP (pcr_ray.negatives.csp) perturbs the gold step itself. At search time the PRM also ranks every *other* valid
 continuation the generator offers, and decides when to stop (answer declarations are scored like steps).
-Two more verifier-passing pair kinds teach exactly that:
+Three more verifier-passing pair kinds teach exactly that:
 
 - `alternative_step`: at gold prefix t, another dimension-valid step the symbolic enumerator proposes there
   (any op, any output dimension), accepted by the verifier, whose value or dimension differs from the gold
   step's (the rendering names both canonically, so names carry no signal);
 - `answer_timing`: stopping too early vs going on. Before the last step, the positive is the next gold step
   and the negative declares an earlier output of the answer's dimension as the answer; after the last step,
-  the positive is the gold answer and the negative is another valid step.
+  the positive is the gold answer and the negative is another valid step;
+- `unused_constant`: at gold prefix t, the gold step against loading a physical constant the gold trace never
+  uses (one the enumerator offers there because it fills a formula's parameter: the speed of light for a car's
+  distance); a load is always valid, so only the PRM can tell that the problem has no use for it.
 
 Pure Python and seeded by (seed, key, t, kind), like CSP; rows come back as `SearchNegative`s.
 """
@@ -28,7 +31,8 @@ from pcr_ray.prm.render import canonical_names, render_answer, render_candidate
 
 ALTERNATIVE_STEP = "alternative_step"
 ANSWER_TIMING = "answer_timing"
-SEARCH_KINDS: tuple[str, ...] = (ALTERNATIVE_STEP, ANSWER_TIMING)
+UNUSED_CONSTANT = "unused_constant"
+SEARCH_KINDS: tuple[str, ...] = (ALTERNATIVE_STEP, ANSWER_TIMING, UNUSED_CONSTANT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,8 @@ def alternatives(gold: GoldRun, state: VerifierState, t: int, name: str | None, 
 def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str] = SEARCH_KINDS,
                      per_kind: int = 2, seed: int = 0, rel_tol: float = 1e-3,
                      ops: Sequence[str] | None = None) -> list[SearchNegative]:
-    """`alternative_step` and `answer_timing` pairs of one verified gold trace (see the module docstring).
+    """`alternative_step`, `answer_timing` and `unused_constant` pairs of one verified gold trace (see the module
+    docstring).
 
     `ops` restricts the enumerated alternatives (e.g. arithmetic for GSM8K, as the search does there)."""
     steps = gold.trace.steps
@@ -112,6 +117,7 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
         return out
     target_dims = ans_values[0].dims
     givens = gold.trace.givens
+    used_consts = {s.args.get("name") for s in steps if s.op == "const"}
     for t in range(n + 1):
         prefix = steps[:t]
         state = gold.states[t] if t < n else final_state
@@ -124,6 +130,17 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
                                           _json(pos.to_dict()), render_candidate(givens, prefix, alt),
                                           _json(alt.to_dict()), float(pos.value or 0.0), v,
                                           f"{pos.op} -> {alt.op}"))
+        if UNUSED_CONSTANT in kinds and t < n:
+            rng = step_rng(seed, key, t, UNUSED_CONSTANT)
+            pos = steps[t]
+            loads = [(alt, v) for alt, v in alternatives(gold, state, t, pos.out.name, text, target_unit, rng, 1 << 16,
+                                                         rel_tol, ops=ops)
+                     if alt.op == "const" and alt.args.get("name") not in used_consts]
+            for alt, v in loads[:per_kind]:
+                out.append(SearchNegative(UNUSED_CONSTANT, t, render_candidate(givens, prefix, pos),
+                                          _json(pos.to_dict()), render_candidate(givens, prefix, alt),
+                                          _json(alt.to_dict()), float(pos.value or 0.0), v,
+                                          f"{pos.op} -> const {alt.args.get('name')}"))
         if ANSWER_TIMING not in kinds:
             continue
         rng = step_rng(seed, key, t, ANSWER_TIMING)

@@ -16,7 +16,7 @@ from pcr_ray.prm.base import META_FILE
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
 SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
-RUNTIMES = ("torch", "onnx")  # torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime int8 or fp32, CPU
+RUNTIMES = ("torch", "onnx")  # a pair checkpoint's engine. torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime, CPU
 
 
 class MissingCheckpointError(FileNotFoundError):
@@ -79,16 +79,14 @@ def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16
                   attention: str = "pair") -> None:
     """ValueError naming the setting to change when runtime, device, int8 and bf16 cannot work together.
 
-    `attention` is the checkpoint's (prm.json): a shared_context PRM scores on torch, int8 quantized per token.
+    `attention` is the checkpoint's (prm.json). `runtime` chooses the engine of a pair checkpoint; a shared_context
+    PRM always scores on torch (its contexts encoded once, pcr_ray.prm.context_cache), int8 quantized per token.
     """
     if runtime not in RUNTIMES:
         raise ValueError(f"prm.runtime must be one of {RUNTIMES}, got {runtime!r}")
     if int8 and bf16:
         raise ValueError("choose one of int8 and bf16 scoring, not both")
     if attention == "shared_context":
-        if runtime == "onnx":
-            raise ValueError("a shared_context PRM scores on torch (each context encoded once for all its candidates, "
-                             "pcr_ray.prm.context_cache): set prm.runtime=torch (prm.int8=true quantizes it per token)")
         return
     if runtime == "onnx":
         if device != "cpu":

@@ -1,10 +1,10 @@
 """Where the quick PRM lives, and its in-process CPU training (`prm.checkpoint=quick`, see pcr_ray/prm/build.py).
 
-`ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>
-when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a seed
-disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget
-(a few minutes on 2 cores). A file lock keeps concurrent callers from training twice. A shared-context quick PRM
-(`attention="shared_context"`, pcr_ray.prm.shared) lives beside it in cache_dir()/prm/<kind>_shared.
+`ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>_shared
+(the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>, the standard
+cross-encoder) when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a
+seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget (about 4
+minutes on 2 cores). A file lock keeps concurrent callers from training twice.
 """
 
 from __future__ import annotations
@@ -28,9 +28,12 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
     {"name": "physics", "kwargs": {"n": 400, "seed": 7919}},
     {"name": "gsm8k_train", "limit": 300},
 )
+# train pairs of a quick PRM: about 4 minutes on 2 cores each; the shared-context PRM (one context encoded once for
+# a pair's two steps) trains about 3x as many pairs per second as the pair cross-encoder
+DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 2700}
 
 
-def default_checkpoint_dir(kind: str = "csp", attention: str = "pair") -> Path:
+def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context") -> Path:
     """cache_dir()/prm/<kind> (pair attention) or cache_dir()/prm/<kind>_shared (shared_context)."""
     from pcr_ray.prm.shared import check_attention
 
@@ -39,7 +42,7 @@ def default_checkpoint_dir(kind: str = "csp", attention: str = "pair") -> Path:
     return cache_dir() / "prm" / (kind if attention == "pair" else f"{kind}_shared")
 
 
-def find_checkpoint(kind: str = "csp", attention: str = "pair") -> Path | None:
+def find_checkpoint(kind: str = "csp", attention: str = "shared_context") -> Path | None:
     """The cached checkpoint folder of `kind` and `attention`, or None when there is none (or it was trained on an
     older rendering: `ensure_checkpoint` then trains a new one)."""
     from pcr_ray.prm.model import read_meta
@@ -112,16 +115,18 @@ def select_pairs(rows: Sequence[Mapping[str, Any]], n: int, seed: int = 0) -> li
     return ranked[:n] if n > 0 else ranked
 
 
-def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int = 1, val_pairs: int = 200,
+def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epochs: int = 1, val_pairs: int = 200,
                       seed: int = 0, backbone: str = "minilm",
                       sources: Sequence[Mapping[str, Any]] | None = None, force: bool = False,
-                      train_overrides: Mapping[str, Any] | None = None, attention: str = "pair") -> Path:
+                      train_overrides: Mapping[str, Any] | None = None, attention: str = "shared_context") -> Path:
     """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
 
-    budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random') for `epochs`
-    epochs; defaults take about 4 minutes on 2 cores. The schedule is a fixed number of pairs, so the same data and
-    seed train the same steps on any machine (up to floating-point differences between CPUs).
-    `attention="shared_context"` trains (and caches apart) the shared-context PRM on the same pairs.
+    budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random'; default
+    DEFAULT_BUDGET_PAIRS[attention]) for `epochs` epochs; defaults take about 4 minutes on 2 cores. The schedule
+    is a fixed number of pairs, so the same data and seed train the same steps on any machine (up to
+    floating-point differences between CPUs).
+    `attention` is "shared_context" (the default, pcr_ray.prm.shared) or "pair" (the standard cross-encoder, cached
+    apart in cache_dir()/prm/<kind>).
     """
     from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
@@ -139,7 +144,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int = 900, epochs: int
             raise RuntimeError("no problems with gold traces to make PRM training pairs from "
                                "(physics generator or GSM8K data needed)")
         rows = pairs_from_problems(problems, PairConfig(kinds=KIND_GROUPS[kind], seed=seed))
-        train = select_pairs([r for r in rows if r["split"] == "train"], budget_pairs, seed)
+        budget = DEFAULT_BUDGET_PAIRS[attention] if budget_pairs is None else budget_pairs
+        train = select_pairs([r for r in rows if r["split"] == "train"], budget, seed)
         val = select_pairs([r for r in rows if r["split"] == "validation"], val_pairs, seed)
         if not train:
             raise RuntimeError(f"no {kind} training pairs from {len(problems)} problems")

@@ -70,6 +70,17 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
     cand_mask = torch.zeros(len(cands), 1, 1, cmax + mmax, dtype=hc.dtype).masked_fill(
         ~keys_valid[:, None, None, :], neg)
     ctx_mask, cand_mask, owner_d = ctx_mask.to(device), cand_mask.to(device), owner.to(device)
+    # the candidates' per-token layers (projections, feed-forward, layer norms) run on their real tokens only,
+    # flattened [tokens, hidden]; only attention sees them padded to [candidates, longest, hidden]
+    real = cand_valid.to(device)
+    hx = hx[real]
+    n_c = len(cands)
+
+    def padded(t: torch.Tensor) -> torch.Tensor:
+        out = t.new_zeros(n_c, mmax, t.shape[-1])
+        out[real] = t
+        return out
+
     for layer in enc.encoder.layer:
         sa = layer.attention.self
 
@@ -78,10 +89,12 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
 
         kc, vc = heads(sa.key(hc)), heads(sa.value(hc))
         ac = F.scaled_dot_product_attention(heads(sa.query(hc)), kc, vc, attn_mask=ctx_mask, scale=sa.scaling)
-        ax = F.scaled_dot_product_attention(heads(sa.query(hx)), torch.cat([kc[owner_d], heads(sa.key(hx))], 2),
-                                            torch.cat([vc[owner_d], heads(sa.value(hx))], 2), attn_mask=cand_mask,
-                                            scale=sa.scaling)
+        ax = F.scaled_dot_product_attention(heads(padded(sa.query(hx))),
+                                            torch.cat([kc[owner_d], heads(padded(sa.key(hx)))], 2),
+                                            torch.cat([vc[owner_d], heads(padded(sa.value(hx)))], 2),
+                                            attn_mask=cand_mask, scale=sa.scaling)
         hc = layer.feed_forward_chunk(layer.attention.output(ac.transpose(1, 2).reshape(hc.shape), hc))
-        hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(hx.shape), hx))
-    pool = (cand_valid.to(hx.dtype) / m_len.unsqueeze(1).to(hx.dtype)).to(device)
-    return model.head(model.dropout((hx * pool.unsqueeze(-1)).sum(1))).squeeze(-1)
+        hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(n_c, mmax, -1)[real], hx))
+    token_owner = torch.arange(n_c, device=device).unsqueeze(1).expand(n_c, mmax)[real]
+    pooled = hx.new_zeros(n_c, hx.shape[-1]).index_add_(0, token_owner, hx) / m_len.to(device, hx.dtype).unsqueeze(1)
+    return model.head(model.dropout(pooled)).squeeze(-1)

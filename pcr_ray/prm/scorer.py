@@ -96,6 +96,8 @@ class PRMScorer:
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
         model, tok, meta = load_checkpoint(path, device="cpu")
         check_runtime(runtime, device=device, int8=int8, bf16=bf16, attention=meta.attention)
+        if meta.attention == "shared_context":
+            runtime = "torch"  # its contexts encoded once (context_cache); int8 per token below
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
