@@ -127,6 +127,9 @@ CASES: list[tuple[str, dict[str, object], float]] = [
     ("lcm", {"x": 4.0, "y": 6.0}, 12.0),
     ("factorial", {"n": 5.0}, 120.0),
     ("binomial", {"n": 5.0, "k": 2.0}, 10.0),
+    ("binomial_probability", {"n": 4.0, "k": 2.0, "p": 0.5}, 6 / 16),
+    ("binomial_probability", {"n": 3.0, "k": 3.0, "p": 1.0}, 1.0),
+    ("binomial_probability", {"n": 3.0, "k": 4.0, "p": 0.5}, 0.0),
     ("permutations", {"n": 5.0, "k": 2.0}, 20.0),
     ("is_prime", {"n": 97.0}, 1.0),
     ("is_prime", {"n": 91.0}, 0.0),
@@ -164,6 +167,9 @@ CASES: list[tuple[str, dict[str, object], float]] = [
     ("angular_velocity", {"v": 10.0, "r": 2.0}, 5.0),
     ("centripetal_acceleration", {"v": 10.0, "r": 5.0}, 20.0),
     ("circular_period", {"r": 1.0, "v": 2 * PI}, 1.0),
+    ("angular_final_velocity", {"omega0": 2.0, "alpha": 3.0, "t": 4.0}, 14.0),
+    ("angular_accel_from_angle", {"omega0": 3.0, "omega": 5.0, "theta": 4.0}, 2.0),
+    ("angular_accel_from_angle", {"omega0": 4.0, "omega": 0.0, "theta": 2 * PI}, -4 / PI),
     # dynamics
     ("newton_force", {"m": 2.0, "a": 3.0}, 6.0),
     ("newton_accel", {"f": 10.0, "m": 2.0}, 5.0),
@@ -183,6 +189,19 @@ CASES: list[tuple[str, dict[str, object], float]] = [
     ("atwood_acceleration", {"m1": 3.0, "m2": 1.0, "g": 10.0}, 5.0),
     ("torque_angle", {"f": 10.0, "r": 2.0, "theta": PI / 2}, 20.0),
     ("spring_force", {"k": 200.0, "x": 0.1}, 20.0),
+    ("inertia_solid_disk", {"m": 2.0, "r": 3.0}, 9.0),
+    ("inertia_solid_sphere", {"m": 5.0, "r": 2.0}, 8.0),
+    ("inertia_hoop", {"m": 2.0, "r": 3.0}, 18.0),
+    ("inertia_rod_center", {"m": 3.0, "length": 2.0}, 1.0),
+    ("tidal_acceleration", {"G": 1.0, "m": 4.0, "r": 2.0, "dr": 0.5}, -0.5),
+    ("kepler_period", {"G": 1.0, "m": 4 * PI**2, "a": 1.0}, 1.0),
+    ("kepler_period", {"G": 2.0, "m": 0.5, "a": 4.0}, 16 * PI),
+    ("kepler_semi_major_axis", {"G": 1.0, "m": 4 * PI**2, "period": 8.0}, 4.0),
+    ("perihelion_distance", {"a": 10.0, "ecc": 0.25}, 7.5),
+    ("aphelion_distance", {"a": 10.0, "ecc": 0.25}, 12.5),
+    ("rocket_delta_v", {"u": 1000.0, "m0": 3 * math.e, "m": 3.0}, 1000.0),
+    ("rocket_delta_v", {"u": 1000.0, "m0": 5.0, "m": 5.0}, 0.0),
+    ("rocket_burnout_speed", {"u": 2000.0, "m0": 4.0, "m": 1.0, "g": 10.0, "t": 50.0}, 4000 * LN2 - 500),
     # energy
     ("kinetic_energy", {"m": 2.0, "v": 3.0}, 9.0),
     ("potential_energy", {"m": 2.0, "g": 9.8, "h": 10.0}, 196.0),
@@ -195,6 +214,9 @@ CASES: list[tuple[str, dict[str, object], float]] = [
     ("energy_conservation_speed", {"g": 10.0, "h": 5.0}, 10.0),
     ("work_energy_final_speed", {"m": 2.0, "v0": 3.0, "w": 16.0}, 5.0),
     ("escape_velocity", {"G": 1.0, "m": 2.0, "r": 1.0}, 2.0),
+    ("orbital_energy", {"G": 1.0, "m1": 6.0, "m2": 2.0, "r": 3.0}, -2.0),
+    ("gravity_fall_speed", {"G": 1.0, "m": 8.0, "v_i": 3.0, "r_i": 4.0, "r_f": 1.0}, math.sqrt(21.0)),
+    ("gravity_fall_speed", {"G": 1.0, "m": 8.0, "v_i": 4.0, "r_i": 1.0, "r_f": 4.0}, 2.0),
     # circuits
     ("ohm_voltage", {"i": 2.0, "r": 5.0}, 10.0),
     ("ohm_current", {"v": 12.0, "r": 4.0}, 3.0),
@@ -231,6 +253,23 @@ CASES: list[tuple[str, dict[str, object], float]] = [
     ("mixing_temperature", {"m1": 1.0, "c1": 4186.0, "t1": 300.0, "m2": 1.0, "c2": 4186.0, "t2": 350.0},
      325.0),
     ("hydrostatic_pressure", {"rho": 1000.0, "g": 10.0, "h": 2.0}, 20000.0),
+    ("entropy_isothermal_volume", {"n": 2.0, "R": 8.0, "v_i": 1.0, "v_f": 2.0}, 16 * LN2),
+    ("entropy_isothermal_pressure", {"n": 2.0, "R": 8.0, "p_i": 2.0, "p_f": 1.0}, 16 * LN2),
+    ("entropy_heating", {"n": 3.0, "c_m": 10.0, "t_i": 300.0, "t_f": 600.0}, 30 * LN2),
+    ("entropy_heating_mass", {"m": 2.0, "c": 100.0, "t_i": 400.0, "t_f": 200.0}, -200 * LN2),
+    ("gibbs_helmholtz", {"dg1": 100.0, "t1": 200.0, "dh": 300.0, "t2": 400.0}, 200 - 300),
+    ("gibbs_from_cell_potential", {"n": 2.0, "F": 100.0, "e_cell": 0.5}, -100.0),
+    ("cell_potential_from_gibbs", {"dg": -100.0, "n": 2.0, "F": 100.0}, 0.5),
+    ("mean_speed_gas", {"R": 8.0, "temp": 62.5 * PI, "molar_mass": 0.1}, 200.0),
+    ("rms_speed_gas", {"R": 8.0, "temp": 750.0, "molar_mass": 0.032}, 750.0),
+    ("most_probable_speed_gas", {"R": 8.0, "temp": 40.0, "molar_mass": 0.4}, 40.0),
+    ("mean_free_path", {"k_b": 2.0, "temp": 3.0, "sigma": 1.5, "p": math.sqrt(2)}, 2.0),
+    ("gas_diffusion_coefficient", {"v_mean": 300.0, "lam": 1e-7}, 1e-5),
+    ("thermal_wavelength", {"h": 2 * PI, "m": 1.0, "k_b": 2.0, "temp": 1 / PI}, PI),
+    ("boltzmann_ratio", {"de": 2.0, "k_b": 0.5, "temp": 2.0}, math.exp(-2.0)),
+    ("boltzmann_ratio", {"de": 0.0, "k_b": 1.0, "temp": 300.0}, 1.0),
+    ("oscillator_level_population", {"n": 0.0, "de": LN2, "k_b": 1.0, "temp": 1.0}, 0.5),
+    ("oscillator_level_population", {"n": 2.0, "de": LN2, "k_b": 1.0, "temp": 1.0}, 0.125),
     # waves and optics
     ("wave_speed", {"f": 5.0, "lam": 2.0}, 10.0),
     ("wavelength", {"v": 340.0, "f": 170.0}, 2.0),
@@ -340,6 +379,35 @@ DOMAIN_ERRORS: list[tuple[str, dict[str, object]]] = [
     ("compound_amount", {"p": 1000.0, "r": -1.5, "n": 2.0}),
     ("split_evenly", {"total": 90.0, "n": 0.0}),
     ("break_even_quantity", {"fixed": 1000.0, "price": 5.0, "unit_cost": 5.0}),
+    ("binomial_probability", {"n": 4.0, "k": 2.0, "p": 1.5}),
+    ("binomial_probability", {"n": 4.5, "k": 2.0, "p": 0.5}),
+    ("angular_accel_from_angle", {"omega0": 3.0, "omega": 5.0, "theta": 0.0}),
+    ("kepler_period", {"G": 1.0, "m": 0.0, "a": 1.0}),
+    ("kepler_period", {"G": 1.0, "m": 1.0, "a": -1.0}),
+    ("kepler_semi_major_axis", {"G": 1.0, "m": -1.0, "period": 1.0}),
+    ("perihelion_distance", {"a": 10.0, "ecc": 1.0}),
+    ("aphelion_distance", {"a": 10.0, "ecc": -0.1}),
+    ("rocket_delta_v", {"u": 1000.0, "m0": 1.0, "m": 2.0}),  # final mass above the initial one (swapped)
+    ("rocket_delta_v", {"u": 1000.0, "m0": 1.0, "m": 0.0}),
+    ("rocket_burnout_speed", {"u": 1000.0, "m0": 2.0, "m": 1.0, "g": 10.0, "t": -1.0}),
+    ("tidal_acceleration", {"G": 1.0, "m": 1.0, "r": 0.0, "dr": 1.0}),
+    ("orbital_energy", {"G": 1.0, "m1": 1.0, "m2": 1.0, "r": 0.0}),
+    ("gravity_fall_speed", {"G": 1.0, "m": 8.0, "v_i": 1.0, "r_i": 1.0, "r_f": 4.0}),  # turns back first
+    ("gravity_fall_speed", {"G": 1.0, "m": 8.0, "v_i": 1.0, "r_i": 0.0, "r_f": 4.0}),
+    ("entropy_isothermal_volume", {"n": 1.0, "R": 8.0, "v_i": 0.0, "v_f": 2.0}),
+    ("entropy_isothermal_pressure", {"n": 1.0, "R": 8.0, "p_i": 1.0, "p_f": -2.0}),
+    ("entropy_heating", {"n": 1.0, "c_m": 10.0, "t_i": 0.0, "t_f": 300.0}),
+    ("entropy_heating_mass", {"m": 1.0, "c": 10.0, "t_i": 300.0, "t_f": -1.0}),
+    ("gibbs_helmholtz", {"dg1": 1.0, "t1": 0.0, "dh": 1.0, "t2": 300.0}),
+    ("cell_potential_from_gibbs", {"dg": -100.0, "n": 0.0, "F": 100.0}),
+    ("mean_speed_gas", {"R": 8.0, "temp": 300.0, "molar_mass": 0.0}),
+    ("rms_speed_gas", {"R": 8.0, "temp": -300.0, "molar_mass": 0.032}),
+    ("mean_free_path", {"k_b": 1.0, "temp": 300.0, "sigma": 0.0, "p": 1.0}),
+    ("thermal_wavelength", {"h": 1.0, "m": 0.0, "k_b": 1.0, "temp": 300.0}),
+    ("boltzmann_ratio", {"de": 1.0, "k_b": 1.0, "temp": 0.0}),
+    ("boltzmann_ratio", {"de": -1e5, "k_b": 1.0, "temp": 1.0}),  # overflow
+    ("oscillator_level_population", {"n": 1.5, "de": 1.0, "k_b": 1.0, "temp": 1.0}),
+    ("oscillator_level_population", {"n": 1.0, "de": -1.0, "k_b": 1.0, "temp": 1.0}),
 ]
 
 
@@ -393,6 +461,40 @@ def test_dimension_rules() -> None:
     assert REGISTRY["total_cost"].out_dims_for({"unit_price": unit_info("USD/item").dims, "quantity": item},
                                                {}) == usd
     assert REGISTRY["sector_area"].out_dims_for({"r": m, "theta": DIMENSIONLESS}, {}) == unit_info("m^2").dims
+
+
+def test_dimensions_of_the_book_formula_primitives() -> None:
+    """The mechanics and thermodynamics formulas of the SciBench solutions take and give SI dimensions."""
+    d = {u: unit_info(u).dims for u in ("kg", "m", "s", "K", "J", "J/mol", "J/K", "V", "kg*m^2", "m^2/s",
+                                         "rad/s", "rad/s^2", "C/mol", "m/s")}
+    assert REGISTRY["inertia_solid_disk"].out_dims_for({}, {}) == d["kg*m^2"]
+    assert REGISTRY["angular_final_velocity"].out_dims_for({}, {}) == d["rad/s"]
+    assert REGISTRY["angular_accel_from_angle"].out_dims_for({}, {}) == d["rad/s^2"]
+    REGISTRY["angular_accel_from_angle"].check_args({"omega0": d["rad/s"], "omega": d["rad/s"],
+                                                     "theta": DIMENSIONLESS})
+    assert REGISTRY["kepler_period"].out_dims_for({}, {}) == d["s"]
+    assert REGISTRY["rocket_burnout_speed"].out_dims_for({}, {}) == d["m/s"]
+    assert REGISTRY["gas_diffusion_coefficient"].out_dims_for({}, {}) == d["m^2/s"]
+    for op in ("entropy_isothermal_volume", "entropy_isothermal_pressure", "entropy_heating", "entropy_heating_mass"):
+        assert REGISTRY[op].out_dims_for({}, {}) == d["J/K"], op
+    # Gibbs-Helmholtz keeps the dimension of its Gibbs energy: molar or not, never anything else
+    gh = REGISTRY["gibbs_helmholtz"]
+    for u in ("J/mol", "J"):
+        gh.check_args({"dg1": d[u], "t1": d["K"], "dh": d[u], "t2": d["K"]})
+        assert gh.out_dims_for({"dg1": d[u], "dh": d[u]}, {}) == d[u]
+    with pytest.raises(DimError):
+        gh.check_args({"dg1": d["J/mol"], "t1": d["K"], "dh": d["J"], "t2": d["K"]})
+    with pytest.raises(DimError):
+        gh.out_dims_for({"dg1": d["m"], "dh": d["m"]}, {})
+    # -n F E: a Faraday constant times a potential is a molar energy
+    from pcr_ray.core.primitives.constants import constant_base_value, constant_dims
+    from pcr_ray.core.units import dims_mul
+
+    assert constant_dims("F") == d["C/mol"]
+    assert dims_mul(d["C/mol"], d["V"]) == d["J/mol"] == REGISTRY["gibbs_from_cell_potential"].out_dims_for({}, {})
+    assert constant_base_value("F") == pytest.approx(constant_base_value("e") * constant_base_value("N_A"), rel=1e-9)
+    with pytest.raises(DimError):
+        REGISTRY["gibbs_from_cell_potential"].check_args({"n": DIMENSIONLESS, "F": d["C/mol"], "e_cell": d["J"]})
 
 
 def test_degrees_are_radians_in_base_units() -> None:

@@ -327,6 +327,18 @@ def _binomial(n: float, k: float) -> float:
     return float(math.comb(ni, ki))
 
 
+def _binomial_probability(n: float, k: float, p: float) -> float:
+    if not 0 <= p <= 1:
+        raise DomainError(f"binomial_probability: p must be a probability in [0, 1] (got {p:g})")
+    ni, ki = as_int(n, "n", 0, BIG), as_int(k, "k", 0, BIG)
+    if ki > ni:
+        return 0.0
+    if p in (0.0, 1.0):  # a certain outcome: all failures or all successes
+        return 1.0 if ki == (0 if p == 0.0 else ni) else 0.0
+    log_comb = math.lgamma(ni + 1) - math.lgamma(ki + 1) - math.lgamma(ni - ki + 1)
+    return math.exp(log_comb + ki * math.log(p) + (ni - ki) * math.log1p(-p))
+
+
 def _permutations(n: float, k: float) -> float:
     ni, ki = as_int(n, "n", 0, BIG), as_int(k, "k", 0, BIG)
     return float(math.perm(ni, ki))
@@ -341,6 +353,8 @@ reg("lcm", F, NXY, D, _lcm, "lcm(x, y)", "Least common multiple of two integers.
 reg("factorial", F, [Param("n", D)], D, _factorial, "n!", "Factorial of a non-negative integer n (n <= 170).")
 reg("binomial", F, [Param("n", D), Param("k", D)], D, _binomial, "C(n, k) = n! / (k! (n - k)!)",
     "Number of ways to choose k of n items, order ignored.")
+reg("binomial_probability", F, [Param("n", D), Param("k", D), Param("p", D)], D, _binomial_probability,
+    "C(n, k) p^k (1 - p)^(n - k)", "Probability of exactly k successes in n independent trials of probability p.")
 reg("permutations", F, [Param("n", D), Param("k", D)], D, _permutations, "P(n, k) = n! / (n - k)!",
     "Number of ordered arrangements of k of n items.")
 reg("is_prime", F, [Param("n", D)], D, lambda n: 1.0 if sympy.isprime(as_int(n, "n", None)) else 0.0,

@@ -12,6 +12,7 @@ CONSTANTS: dict[str, tuple[float, str, str]] = {
     "G": (6.67430e-11, "N*m^2/kg^2", "gravitational constant"),
     "k_B": (1.380649e-23, "J/K", "Boltzmann constant"),
     "R": (8.314462618, "J/(mol*K)", "molar gas constant"),
+    "F": (96485.33212, "C/mol", "Faraday constant"),
     "N_A": (6.02214076e23, "1/mol", "Avogadro constant"),
     "e": (1.602176634e-19, "C", "elementary charge"),
     "h": (6.62607015e-34, "J*s", "Planck constant"),

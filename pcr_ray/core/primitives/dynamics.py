@@ -4,11 +4,39 @@ from __future__ import annotations
 
 import math
 
-from pcr_ray.core.primitives.numeric import div, reg
-from pcr_ray.core.primitives.registry import Param
+from pcr_ray.core.primitives.numeric import div, nonneg, positive, reg
+from pcr_ray.core.primitives.registry import DomainError, Param
 
 F = "dynamics"
 M, V, A, N, S, L, ANG = "kg", "m/s", "m/s^2", "N", "s", "m", "dimensionless"
+
+
+GRAV = "N*m^2/kg^2"
+INERTIA = "kg*m^2"
+
+
+def _kepler_period(G: float, m: float, a: float) -> float:
+    """2 pi sqrt(a^3 / (G M)) for a positive semi-major axis and a positive G M."""
+    return 2 * math.pi * math.sqrt(div(positive(a, "semi-major axis") ** 3, positive(G * m, "G M")))
+
+
+def _kepler_semi_major_axis(G: float, m: float, period: float) -> float:
+    """(G M T^2 / (4 pi^2))^(1/3) for a positive G M."""
+    return (positive(G * m, "G M") * period * period / (4 * math.pi**2)) ** (1 / 3)
+
+
+def _eccentricity(ecc: float, op: str) -> float:
+    if not 0 <= ecc < 1:
+        raise DomainError(f"{op}: a bound (elliptical) orbit has an eccentricity in [0, 1) (got {ecc:g})")
+    return ecc
+
+
+def _rocket_delta_v(u: float, m0: float, m: float) -> float:
+    """u ln(m0 / m) for 0 < m <= m0 (a rocket loses mass as it burns)."""
+    positive(m, "rocket: the final mass")
+    if m > m0:
+        raise DomainError(f"rocket: the final mass m ({m:g}) exceeds the initial mass m0 ({m0:g}); are they swapped?")
+    return u * math.log(m0 / m)
 
 
 def _elastic_v1(m1: float, v1: float, m2: float, v2: float) -> float:
@@ -99,3 +127,38 @@ reg("pressure", F, [Param("f", N), Param("area", "m^2")], "Pa",
 reg("buoyant_force", F, [Param("rho", "kg/m^3"), Param("g", A), Param("vol", "m^3")], N,
     lambda rho, g, vol: rho * g * vol, "F_b = rho g V",
     "Buoyant force on displaced fluid volume V (Archimedes).")
+reg("inertia_solid_disk", F, [Param("m", M), Param("r", L)], INERTIA, lambda m, r: 0.5 * m * r * r,
+    "I = M R^2 / 2", "Moment of inertia of a solid disk or cylinder of mass M and radius R about its axis.")
+reg("inertia_solid_sphere", F, [Param("m", M), Param("r", L)], INERTIA, lambda m, r: 0.4 * m * r * r,
+    "I = 2 M R^2 / 5", "Moment of inertia of a solid sphere of mass M and radius R about a diameter.")
+reg("inertia_hoop", F, [Param("m", M), Param("r", L)], INERTIA, lambda m, r: m * r * r, "I = M R^2",
+    "Moment of inertia of a thin hoop (ring, thin-walled cylinder) about its axis, or of a point mass at R.")
+reg("inertia_rod_center", F, [Param("m", M), Param("length", L)], INERTIA,
+    lambda m, length: m * length * length / 12, "I = M L^2 / 12",
+    "Moment of inertia of a thin rod of mass M and length L about a perpendicular axis through its center.")
+reg("tidal_acceleration", F, [Param("G", GRAV), Param("m", M), Param("r", L), Param("dr", L)], A,
+    lambda G, m, r, dr: -div(2 * G * m * dr, r**3, "tidal_acceleration: zero distance"),
+    "d a_g = -2 G M dr / r^3",
+    "Change of the gravitational acceleration G M / r^2 across a small radial extent dr at distance r from M "
+    "(negative: the far end is pulled less; its magnitude is the tidal stretching).")
+reg("kepler_period", F, [Param("G", GRAV), Param("m", M), Param("a", L)], S, _kepler_period,
+    "T = 2 pi sqrt(a^3 / (G M))",
+    "Orbital period for a semi-major axis a around a central mass M (Kepler's third law; a Hohmann transfer "
+    "takes half the period of its ellipse).")
+reg("kepler_semi_major_axis", F, [Param("G", GRAV), Param("m", M), Param("period", S)], L,
+    _kepler_semi_major_axis, "a = (G M T^2 / (4 pi^2))^(1/3)",
+    "Semi-major axis of an orbit of period T around a central mass M (Kepler's third law).")
+reg("perihelion_distance", F, [Param("a", L), Param("ecc", ANG)], L,
+    lambda a, ecc: a * (1 - _eccentricity(ecc, "perihelion_distance")), "r_min = a (1 - e)",
+    "Closest distance (perihelion, periapsis) of an elliptical orbit of semi-major axis a and eccentricity e.")
+reg("aphelion_distance", F, [Param("a", L), Param("ecc", ANG)], L,
+    lambda a, ecc: a * (1 + _eccentricity(ecc, "aphelion_distance")), "r_max = a (1 + e)",
+    "Farthest distance (aphelion, apoapsis) of an elliptical orbit of semi-major axis a and eccentricity e.")
+reg("rocket_delta_v", F, [Param("u", V), Param("m0", M), Param("m", M)], V, _rocket_delta_v,
+    "dv = u ln(m0 / m)",
+    "Speed gained by a rocket with exhaust speed u burning from mass m0 down to m, without gravity "
+    "(Tsiolkovsky's rocket equation).")
+reg("rocket_burnout_speed", F, [Param("u", V), Param("m0", M), Param("m", M), Param("g", A), Param("t", S)], V,
+    lambda u, m0, m, g, t: _rocket_delta_v(u, m0, m) - g * nonneg(t, "burn time"), "v = u ln(m0 / m) - g t",
+    "Speed at burnout of a rocket launched vertically from rest that burns from m0 down to m in time t in "
+    "gravity g.")

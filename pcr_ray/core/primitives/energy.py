@@ -90,3 +90,21 @@ reg("escape_velocity", F, [Param("G", "N*m^2/kg^2"), Param("m", M), Param("r", L
 reg("spring_compression_from_energy", F, [Param("e", J), Param("k", "N/m")], L,
     lambda e, k: sqrt(div(2 * e, positive(k, "spring constant"))), "x = sqrt(2 E / k)",
     "Compression of a spring of constant k that stores energy E.")
+
+
+def _fall_speed(G: float, m: float, v_i: float, r_i: float, r_f: float) -> float:
+    """sqrt(v_i^2 + 2 G M (1/r_f - 1/r_i)): energy conservation in the 1/r potential of a mass M."""
+    gain = 2 * G * m * (div(1.0, positive(r_f, "final distance")) - div(1.0, positive(r_i, "initial distance")))
+    return sqrt(v_i * v_i + gain, "gravity_fall_speed: the body turns back before it reaches r_f "
+                                  "(v_i^2 + 2 G M (1/r_f - 1/r_i) is negative)")
+
+
+reg("orbital_energy", F, [Param("G", "N*m^2/kg^2"), Param("m1", M), Param("m2", M), Param("r", L)], J,
+    lambda G, m1, m2, r: -div(G * m1 * m2, 2 * positive(r, "orbit radius")), "E = -G M m / (2 r)",
+    "Mechanical energy (kinetic plus potential) of a body in a circular orbit of radius r (r = the semi-major "
+    "axis for an ellipse).")
+reg("gravity_fall_speed", F,
+    [Param("G", "N*m^2/kg^2"), Param("m", M), Param("v_i", V), Param("r_i", L), Param("r_f", L)], V, _fall_speed,
+    "v_f = sqrt(v_i^2 + 2 G M (1/r_f - 1/r_i))",
+    "Speed at distance r_f from a mass M of a body moving at v_i at distance r_i, from energy conservation in "
+    "the 1/r potential (falling in: r_f < r_i).")

@@ -125,3 +125,12 @@ reg("circular_period", F, [Param("r", D_), Param("v", V)], T,
 reg("angular_displacement", F, [Param("omega0", "1/s"), Param("alpha", "1/s^2"), Param("t", T)], ANG,
     lambda omega0, alpha, t: omega0 * t + 0.5 * alpha * t * t, "omega0 t + alpha t^2 / 2",
     "Angle turned (rad) under constant angular acceleration.")
+reg("angular_final_velocity", F, [Param("omega0", "1/s"), Param("alpha", "1/s^2"), Param("t", T)], "1/s",
+    lambda omega0, alpha, t: omega0 + alpha * t, "omega = omega0 + alpha t",
+    "Angular velocity (rad/s) after time t under constant angular acceleration alpha.")
+reg("angular_accel_from_angle", F, [Param("omega0", "1/s"), Param("omega", "1/s"), Param("theta", ANG)], "1/s^2",
+    lambda omega0, omega, theta: div(omega * omega - omega0 * omega0, 2 * theta,
+                                     "angular_accel_from_angle: zero angular displacement"),
+    "alpha = (omega^2 - omega0^2) / (2 theta)",
+    "Constant angular acceleration that changes the angular velocity from omega0 to omega over an angle theta "
+    "(rad; the angular timeless equation).")
