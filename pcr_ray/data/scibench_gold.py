@@ -6,7 +6,7 @@ description, and `in_text`: false for a number the book's solution brings in tha
 state, such as the Sun's mass or a figure's angle), the trace steps written from the book's solution, the answer
 (variable and unit), the book's answer and unit, `book_error` where the book's printed answer is wrong, a note, and
 `missing_primitives`: the book's formulas the registry has no primitive for, which the trace spells out with
-arithmetic (Kepler's third law, the Sackur-Tetrode entropy, ...).
+arithmetic (Poiseuille flow, the Sackur-Tetrode entropy, ...).
 """
 
 from __future__ import annotations
