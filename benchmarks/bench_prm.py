@@ -54,7 +54,7 @@ def checkpoint(tmp: Path, given: str | None = None) -> tuple[Path, str]:
 
     if given:
         return Path(given), given
-    found = find_checkpoint("csp")
+    found = find_checkpoint("csp", "pair")
     if found is not None:
         return found, "cached csp checkpoint"
     model, tok = build_model("minilm")

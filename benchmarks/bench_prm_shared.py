@@ -247,7 +247,7 @@ def main() -> None:
         print(f"listwise: {res['listwise']}", flush=True)
         write_result(args.name, res)
         return
-    pair_ck = ensure_checkpoint("csp")
+    pair_ck = ensure_checkpoint("csp", attention="pair")
     shared_ck = ensure_checkpoint("csp", attention="shared_context")
     res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
                            "pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)"}

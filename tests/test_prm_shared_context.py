@@ -226,3 +226,19 @@ def test_minilm_packed_scores_match_alone(tmp_path):
     q8 = PRMScorer(model, tok, max_length=160, int8=True).score(pairs)
     fp = [1 / (1 + math.exp(-v)) for v in cached]
     assert statistics.fmean(abs(a - b) for a, b in zip(q8, fp, strict=True)) < 0.01
+
+
+def test_fused_query_key_value_equal_the_three_projections():
+    """fuse_linears: one product for q, k and v; to the bit for per-token int8, to float rounding in fp32."""
+    from torch import nn
+
+    from pcr_ray.prm.int8_rows import RowInt8Linear, fuse_linears
+
+    torch.manual_seed(0)
+    lins = [nn.Linear(32, 32) for _ in range(3)]
+    x = torch.randn(21, 32)
+    fused = fuse_linears(lins)
+    assert torch.allclose(fused(x), torch.cat([m(x) for m in lins], -1), atol=1e-6)
+    rows = [RowInt8Linear(m) for m in lins]
+    assert torch.equal(fuse_linears(rows)(x), torch.cat([m(x) for m in rows], -1))
+    assert fuse_linears([lins[0], rows[1]]) is None and fuse_linears([nn.Linear(8, 4), nn.Linear(16, 4)]) is None

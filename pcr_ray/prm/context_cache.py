@@ -4,7 +4,8 @@ The same function as the block mask of `pcr_ray.prm.shared` (context tokens atte
 candidate's tokens to the context and to themselves; positions restart after the context), computed without the
 packed sequence: the contexts of a batch run through the encoder's layers on their own, and at every layer each
 candidate's queries attend to its context's keys and values (computed once per context) and to its own. A
-candidate costs its own tokens, not the pack's quadratic attention. BERT-family encoders (MiniLM) only
+candidate costs its own tokens, not the pack's quadratic attention: its per-token layers run on its real tokens
+only (no padding), and each layer's query, key and value come from one fused product. BERT-family encoders (MiniLM) only
 (`supports_context_cache`); inference only (training packs under the mask, which is differentiable as is).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from pcr_ray.prm.int8_rows import fuse_linears
 from pcr_ray.prm.shared import Pack, batches_of_packs, make_packs
 
 
@@ -40,6 +42,23 @@ def cached_context_logits(model: torch.nn.Module, tokenizer: Any, pairs: Sequenc
         slots = torch.tensor([s for p in group for s in p.slots], dtype=torch.long)
         out[slots] = _group_logits(model, group, torch.device(device)).float().cpu()
     return out
+
+
+def _qkv(sa: Any) -> Any:
+    """A function x -> (query, key, value) of a BERT self-attention module, one fused matrix product when its three
+    projections fuse (pcr_ray.prm.int8_rows.fuse_linears; rebuilt when their weights or device change)."""
+    parts = (sa.query, sa.key, sa.value)
+    tensors = [t for m in parts for t in (*m.parameters(), *m.buffers())]
+    stamp = tuple((t.data_ptr(), t._version) for t in tensors)
+    cached = sa.__dict__.get("_pcr_fused_qkv")  # kept outside the module's registry: not in its state_dict
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, fuse_linears(parts))
+        object.__setattr__(sa, "_pcr_fused_qkv", cached)
+    fused = cached[1]
+    if fused is None:
+        return lambda x: (sa.query(x), sa.key(x), sa.value(x))
+    sizes = [m.out_features for m in parts]
+    return lambda x: fused(x).split(sizes, dim=-1)
 
 
 def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> torch.Tensor:
@@ -87,11 +106,11 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
         def heads(t: torch.Tensor, sa: Any = sa) -> torch.Tensor:
             return t.view(t.shape[0], t.shape[1], sa.num_attention_heads, sa.attention_head_size).transpose(1, 2)
 
-        kc, vc = heads(sa.key(hc)), heads(sa.value(hc))
-        ac = F.scaled_dot_product_attention(heads(sa.query(hc)), kc, vc, attn_mask=ctx_mask, scale=sa.scaling)
-        ax = F.scaled_dot_product_attention(heads(padded(sa.query(hx))),
-                                            torch.cat([kc[owner_d], heads(padded(sa.key(hx)))], 2),
-                                            torch.cat([vc[owner_d], heads(padded(sa.value(hx)))], 2),
+        qkv = _qkv(sa)
+        qc, kc, vc = (heads(t) for t in qkv(hc))
+        ac = F.scaled_dot_product_attention(qc, kc, vc, attn_mask=ctx_mask, scale=sa.scaling)
+        qx, kx, vx = (heads(padded(t)) for t in qkv(hx))
+        ax = F.scaled_dot_product_attention(qx, torch.cat([kc[owner_d], kx], 2), torch.cat([vc[owner_d], vx], 2),
                                             attn_mask=cand_mask, scale=sa.scaling)
         hc = layer.feed_forward_chunk(layer.attention.output(ac.transpose(1, 2).reshape(hc.shape), hc))
         hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(n_c, mmax, -1)[real], hx))

@@ -11,6 +11,8 @@ value's rounding: a MiniLM score moves by a few thousandths at most with the oth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -48,3 +50,30 @@ def quantize_rows(module: nn.Module) -> nn.Module:
         else:
             quantize_rows(child)
     return module
+
+
+def fuse_linears(linears: Sequence[nn.Module]) -> nn.Module | None:
+    """One layer whose output is the outputs of `linears` (all nn.Linear, or all RowInt8Linear, of one input size)
+    side by side, computed in one matrix product: the attention's query, key and value from one pass over their
+    shared input (for RowInt8Linear that input is quantized once; the result is the same to the bit). None when
+    the layers are of mixed or other kinds."""
+    if not linears or len({m.in_features for m in linears}) != 1:
+        return None
+    if all(type(m) is RowInt8Linear for m in linears):
+        out = RowInt8Linear.__new__(RowInt8Linear)
+        nn.Module.__init__(out)
+        out.register_buffer("weight_t", torch.cat([m.weight_t for m in linears], 1).contiguous())
+        out.register_buffer("weight_scale", torch.cat([m.weight_scale for m in linears]))
+        out.register_buffer("bias", torch.cat([m.bias if m.bias is not None else m.weight_scale.new_zeros(
+            m.out_features) for m in linears]))
+        out.in_features, out.out_features = linears[0].in_features, sum(m.out_features for m in linears)
+        return out
+    if all(type(m) is nn.Linear for m in linears):
+        w = linears[0].weight
+        fused = nn.Linear(linears[0].in_features, sum(m.out_features for m in linears), device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            fused.weight.copy_(torch.cat([m.weight for m in linears]))
+            fused.bias.copy_(torch.cat([m.bias if m.bias is not None else w.new_zeros(m.out_features)
+                                        for m in linears]))
+        return fused.requires_grad_(False)
+    return None

@@ -1,0 +1,93 @@
+"""`pcr-ray solve` with its defaults on short textbook problems: answers right, and seconds per problem.
+
+The one-minute path: each problem below (one to three steps, worded as a textbook states them, none from the
+project's generated templates) is solved with `pcr-ray solve`'s defaults (conf/solve.yaml: the rule-based
+givens extractor, the typed enumerator, nsprm with the quick shared-context PRM), the scorer loaded once as the
+command does. An answer is right when it is within 2% of the book value in SI units. Reports accuracy and the
+median and largest seconds a problem (search and extraction; the PRM loaded beforehand, as it is after a first
+solve). The README's solve examples are among the problems; tests/test_solve_examples.py checks those.
+
+    .venv/bin/python benchmarks/bench_solve.py [overrides ...] [--name bench_solve] [--results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _machine import machine_info, write_result  # noqa: E402
+
+# (problem text, book answer, its unit)
+PROBLEMS: tuple[tuple[str, float, str], ...] = (
+    ("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", 25.0, "m"),
+    ("A 2 kg block is pushed with a net force of 10 N. What is its acceleration?", 5.0, "m/s^2"),
+    ("A car travels 150 km in 2 hours. What is its average speed?", 20.833, "m/s"),
+    ("A 1500 kg car moves at 20 m/s. What is its kinetic energy?", 300000.0, "J"),
+    ("A ball is dropped from a height of 20 m. How long does it take to reach the ground?", 2.0196, "s"),
+    ("A spring with spring constant 200 N/m is compressed by 0.1 m. How much energy does it store?", 1.0, "J"),
+    ("A 5 kg box is lifted 3 m. How much gravitational potential energy does it gain?", 147.1, "J"),
+    ("A force of 50 N pushes a crate 4 m along the floor in the direction of the force. How much work is done?",
+     200.0, "J"),
+    ("A current of 2 A flows through a 6 ohm resistor. What is the voltage across it?", 12.0, "V"),
+    ("A wave has a frequency of 50 Hz and a wavelength of 2 m. What is its speed?", 100.0, "m/s"),
+    ("A 0.5 kg ball moves at 4 m/s. What is its momentum?", 2.0, "kg*m/s"),
+    ("A simple pendulum is 1 m long. What is its period?", 2.006, "s"),
+)
+
+
+def right(value: float | None, unit: str | None, book: float, book_unit: str) -> bool:
+    """Whether an answer equals the book's within 2% once both are in SI base units (and share a dimension)."""
+    from pcr_ray.core.units import UnitError, unit_info
+
+    if value is None or not unit:
+        return False
+    try:
+        got, want = unit_info(unit), unit_info(book_unit)
+    except UnitError:
+        return False
+    if got.dims != want.dims:
+        return False
+    a, b = got.to_base(value), want.to_base(book)
+    return abs(a - b) <= 0.02 * abs(b)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("overrides", nargs="*", help="solve config overrides (key=value), as on the command line")
+    ap.add_argument("--name", default="bench_solve")
+    ap.add_argument("--results", action="store_true", help="also write benchmarks/results/NAME.json")
+    args = ap.parse_args()
+
+    from pcr_ray.solve import compose, load_scorer, solve
+
+    cfg = compose(args.overrides)
+    t0 = time.perf_counter()
+    scorer = load_scorer(cfg["prm"])
+    load_s = time.perf_counter() - t0
+    rows = []
+    for text, book, unit in PROBLEMS:
+        t = time.perf_counter()
+        res, _ = solve(text, cfg, scorer=scorer)
+        secs = time.perf_counter() - t
+        ok = right(res.answer_value, res.answer_unit, book, unit)
+        rows.append({"problem": text, "book": f"{book:g} {unit}", "answer": None if res.answer_value is None else
+                     f"{res.answer_value:.6g} {res.answer_unit}", "right": ok, "seconds": round(secs, 2),
+                     "prm_calls": res.n_prm_calls, "steps": [s["step"] for s in res.steps], "stop": res.stop_reason})
+        print(f"{'RIGHT' if ok else 'wrong'} {secs:5.1f}s  {rows[-1]['answer']!s:>18}  (book {book:g} {unit})  "
+              f"{text[:70]}", flush=True)
+    secs = [r["seconds"] for r in rows]
+    n_right = sum(r["right"] for r in rows)
+    res = {"machine": machine_info(), "overrides": args.overrides, "scorer_load_s": round(load_s, 2),
+           "n_problems": len(rows), "n_right": n_right, "accuracy": round(n_right / len(rows), 4),
+           "median_s": round(statistics.median(secs), 2), "max_s": max(secs), "problems": rows}
+    print(f"{n_right}/{len(rows)} right; median {res['median_s']} s, max {res['max_s']} s a problem")
+    write_result(args.name, res, commit=args.results or None)
+
+
+if __name__ == "__main__":
+    main()
