@@ -3,8 +3,9 @@
 `ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>_shared
 (the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>, the standard
 cross-encoder) when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a
-seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget (about 4
-minutes on 2 cores). A file lock keeps concurrent callers from training twice.
+seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget (about 9
+minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one). A file lock keeps
+concurrent callers from training twice.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
     {"name": "physics", "kwargs": {"n": 400, "seed": 7919}},
     {"name": "gsm8k_train", "limit": 300},
 )
-# train pairs of a quick PRM: about 4 minutes on 2 cores each; the shared-context PRM (one context encoded once for
-# a pair's two steps) trains about 3x as many pairs per second as the pair cross-encoder
-DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 2700}
+# the quick PRM's recipe by attention: train pairs and loss. The pair cross-encoder: 900 pairs, pairwise loss, about
+# 4.5 minutes on 2 cores. The shared-context PRM: 6,000 pairs under the listwise loss (each prefix's positive
+# against all of its negatives, one context encoded once for the whole list), about 9 minutes; it ranks the demo's
+# physics searches well ahead of the verifier alone (docs/prm.md, Checkpoints)
+DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
+DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 
 
 def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context") -> Path:
@@ -122,7 +126,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
     """The cached checkpoint of `kind`; when missing (or force), train one quickly on CPU and cache it.
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random'; default
-    DEFAULT_BUDGET_PAIRS[attention]) for `epochs` epochs; defaults take about 4 minutes on 2 cores. The schedule
+    DEFAULT_BUDGET_PAIRS[attention]) for `epochs` epochs under DEFAULT_LOSS[attention] (train_overrides may set
+    another); defaults take 4.5 (pair) to 9 (shared_context) minutes on 2 cores. The schedule
     is a fixed number of pairs, so the same data and seed train the same steps on any machine (up to
     floating-point differences between CPUs).
     `attention` is "shared_context" (the default, pcr_ray.prm.shared) or "pair" (the standard cross-encoder, cached
@@ -153,7 +158,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
               f"problems ({time.perf_counter() - t0:.1f}s to make pairs)", file=sys.stderr, flush=True)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
                                      "n_train": len(train), "attention": attention,
-                                     **dict(train_overrides or {})})
+                                     "loss": DEFAULT_LOSS[attention], **dict(train_overrides or {})})
         run_dir = dest.parent / f".run_{dest.name}_{os.getpid()}"
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
