@@ -26,7 +26,7 @@ def _composed(steps: list[RecipeStep]) -> list[tuple[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"], ["--attention", "shared_context"]])
+@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"], ["--attention", "pair"]])
 def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, extra) -> None:
     args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "2", *extra])
     steps = recipe(args)
@@ -38,8 +38,8 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     first = composed[1][1]
     assert first["pairs_dir"] == pairs["out_dir"] and first["train"]["loss"] == "listwise"
     assert first["output"] == str(lw / "lw1") and first["train"]["init_from"] == ""
-    shared = "shared_context" in extra
     gpus = "--gpus" in extra
+    shared = not gpus and "pair" not in extra  # MiniLM's default attention; DeBERTa's is pair
     assert first["prm"]["attention"] == ("shared_context" if shared else "pair")
     for r in (1, 2):
         mine, train = composed[2 * r][1], composed[2 * r + 1][1]

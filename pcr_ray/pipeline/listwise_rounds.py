@@ -53,9 +53,17 @@ class RecipeStep:
         return shlex.join(self.argv)
 
 
+def _attention(args: argparse.Namespace) -> str:
+    """--attention, else the attention of the PRM config the recipe trains (MiniLM: shared_context; DeBERTa: pair)."""
+    if args.attention:
+        return str(args.attention)
+    from pcr_ray.configs import compose
+
+    return str(compose("train_prm", [f"prm={args.prm}"] if args.prm else []).prm.attention)
+
+
 def _prm_overrides(args: argparse.Namespace) -> list[str]:
-    attention = [f"prm.attention={args.attention}"] if args.attention != "pair" else []
-    return ([f"prm={args.prm}"] if args.prm else []) + attention
+    return ([f"prm={args.prm}"] if args.prm else []) + [f"prm.attention={_attention(args)}"]
 
 
 def _train_scaling(args: argparse.Namespace) -> list[str]:
@@ -68,7 +76,7 @@ def _mining_placement(args: argparse.Namespace) -> list[str]:
     if args.gpus > 0:  # Ray Data over GPU actors, batched bf16 scoring
         return ["prm.device=cuda", "prm.runtime=torch", "prm.int8=false", "prm.bf16=true", "use_ray=true",
                 f"actors={args.gpus}"]
-    if args.attention == "shared_context":  # torch fp32, each context encoded once (still faster than pair int8)
+    if _attention(args) == "shared_context":  # torch fp32, each context encoded once (still faster than pair int8)
         return ["prm.device=cpu", "prm.runtime=torch", "prm.int8=false", "use_ray=false"]
     return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # the README's CPU runs
 
@@ -121,7 +129,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
                                     f"not installed with the package), or pass --eval-problems 0")
         device = (["--device", "cuda", "--bf16"] if args.gpus > 0 else
-                  ["--fp32"] if args.attention == "shared_context" else [])
+                  ["--fp32"] if _attention(args) == "shared_context" else [])
         steps.append(RecipeStep(
             "search benchmark",
             (sys.executable, str(bench), "--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13",
@@ -180,9 +188,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--pairs-gsm8k", type=int, default=0, help="with --pairs-physics: GSM8K train problems too")
     ap.add_argument("--cap", type=int, default=48, help="the typed enumerator's cap, mining and searching alike "
                     "(the oracle's ceiling on seed 13: 88-90%% at 48, 94-96%% at 96)")
-    ap.add_argument("--attention", default="pair", choices=["pair", "shared_context"],
-                    help="the PRM's attention (prm.attention): shared_context packs a list's candidates with their "
-                         "context (docs/prm.md, Shared-context scoring); it mines and searches in fp32")
+    ap.add_argument("--attention", default=None, choices=["pair", "shared_context"],
+                    help="the PRM's attention (prm.attention; default: the PRM config's, shared_context for MiniLM): "
+                         "shared_context packs a list's candidates with their context (docs/prm.md, Shared-context "
+                         "scoring) and mines and searches in fp32; pair is the standard cross-encoder")
     ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training autocast")
     ap.add_argument("--eval-problems", type=int, default=100,
                     help="physics problems of seed 13 in the final search benchmark (0: skip it)")
