@@ -20,6 +20,8 @@ def readme_examples() -> list[tuple[str, float, str]]:
     out = []
     for line in README.read_text().splitlines():
         m = ANSWER.search(line)
+        if not m or "pcr-ray solve" not in line:
+            continue
         words = shlex.split(line, comments=True)
         if m and len(words) >= 3 and words[0].endswith("pcr-ray") and words[1] == "solve":
             out.append((words[2], float(m.group(1)), m.group(2)))

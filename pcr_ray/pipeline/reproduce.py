@@ -4,8 +4,8 @@ Runs one `pcr-ray` command (or benchmark script) per measurement, each in its ow
 whose output is already there (pcr_ray.pipeline.listwise_rounds' RecipeStep / run_recipe), then reads their
 outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
 number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
-that measured it. `--scale cpu` (the default) is this machine's scale (sized for about 90 minutes on 2 cores,
-the two quick PRMs' training included; not yet timed end to end); `--scale paper` is the GPU cluster's
+that measured it. `--scale cpu` (the default) is this machine's scale (31 minutes on 2 cores, the two quick PRMs'
+training included); `--scale paper` is the GPU cluster's
 configuration (GSM8K + MATH-500, Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs).
 docs/reproduction.md explains each row.
 """
@@ -429,6 +429,28 @@ def first_error_claims(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def provenance() -> dict[str, Any]:
+    """The machine (platform, CPUs, CPU model) and the git revision of the code writing the report."""
+    import os
+    import platform
+    import subprocess
+
+    machine: dict[str, Any] = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
+                               "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            machine["cpu_model"] = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        rev = "unknown"
+    return {"machine": machine, "git_revision": rev}
+
+
 def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> dict[str, Any]:
     """Read the steps' outputs and write reproduction.json and reproduction.md into `out`."""
     table = _load(out / "table" / "metrics.json")
@@ -445,7 +467,9 @@ def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> 
     commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists()}
                 for s in steps}
     result = {"scale": args.scale, "run_dir": str(out), "written": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "command": shlex.join(["pcr-ray", "reproduce", *args.argv]), "steps": commands, "claims": claims}
+              "command": shlex.join(["pcr-ray", "reproduce", *(a for a in args.argv if a != "--report-only")]),
+              **provenance(), "steps": commands,
+              "claims": claims}
     (out / "reproduction.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "reproduction.md").write_text(markdown(result))
     return result
@@ -462,7 +486,13 @@ def _fmt(r: Mapping[str, Any]) -> tuple[str, str]:
 
 def markdown(result: Mapping[str, Any]) -> str:
     """reproduction.md: one table of every claim (paper, ours, n, 95% CI, how), then the steps' commands."""
-    lines = [f"# Reproduction ({result['scale']} scale)", "", f"`{result['command']}`, written {result['written']}.",
+    where = ""
+    if result.get("git_revision"):
+        m = result.get("machine") or {}
+        where = (f" Git revision {result['git_revision'][:12]}; {m.get('cpu_count', '?')} CPUs "
+                 f"({m.get('cpu_model') or m.get('platform', '?')}).")
+    lines = [f"# Reproduction ({result['scale']} scale)", "",
+             f"`{result['command']}`, written {result['written']}.{where}",
              "Percentages unless marked; 95% CI: Wilson interval of a proportion. docs/reproduction.md explains "
              "each row.", "", "| claim | measurement | paper | ours | n | 95% CI | how | step |",
              "|---|---|---|---|---|---|---|---|"]
@@ -483,7 +513,7 @@ def markdown(result: Mapping[str, Any]) -> str:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pcr-ray reproduce", description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="e.g.  pcr-ray reproduce                        # this machine, ~90 min\n"
+                                 epilog="e.g.  pcr-ray reproduce                        # this machine, ~30 min\n"
                                         "      pcr-ray reproduce --dry-run              # print the steps\n"
                                         "      pcr-ray reproduce --scale paper --out /mnt/shared/repro  # GPU cluster")
     ap.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu: this machine; paper: a GPU cluster")
