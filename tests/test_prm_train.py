@@ -142,7 +142,7 @@ def test_ensure_checkpoint_trains_once_then_reuses(tiny, tmp_path, monkeypatch):
     sources = [{"name": "physics", "kwargs": {"n": 30, "seed": 99}}]
     path = ck.ensure_checkpoint("random", budget_pairs=24, epochs=1, val_pairs=8, backbone=str(tiny),
                                 sources=sources, train_overrides={"max_length": 64, "progress": False})
-    assert path == ck.default_checkpoint_dir("random") == tmp_path / "cache" / "prm" / "random"
+    assert path == ck.default_checkpoint_dir("random") == tmp_path / "cache" / "prm" / "random_shared"
     assert ck.find_checkpoint("random") == path
     sc = PRMScorer.from_checkpoint(path, max_length=64)
     assert sc.identity["kind"] == "random" and sc.identity["train"]["train_pairs"] == 24
