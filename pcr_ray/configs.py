@@ -183,6 +183,7 @@ class SolveConfig:
     givens: GivensConfig
     target_unit: Optional[str]
     show_candidates: bool
+    enumerator_cap: int
 
 
 # ---------------------------------------------------------------------------------------------- PRM commands

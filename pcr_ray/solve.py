@@ -25,7 +25,12 @@ def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
     from pcr_ray.configs import compose as compose_checked
     from pcr_ray.configs import to_plain
 
-    return to_plain(compose_checked("solve", overrides))
+    cfg = to_plain(compose_checked("solve", overrides))
+    gen = cfg["generator"]
+    if gen.get("kind") == "enumerate" and not any(o.startswith(("generator.cap=", "+generator.cap="))
+                                                  for o in overrides):
+        gen["cap"] = int(cfg["enumerator_cap"])  # sized for one problem; a benchmark's enumerator cap is larger
+    return cfg
 
 
 def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:

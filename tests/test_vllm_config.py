@@ -46,3 +46,13 @@ def test_engine_actor_reserves_gpus_or_cpus() -> None:
         vllm_placement({"device": "cpu", "tensor_parallel_size": 2}, {})
     with pytest.raises(ValueError, match="device must be one of"):
         VLLMGenerator(device="tpu")
+
+
+def test_unknown_vllm_generator_option_is_a_clear_error_and_solve_keeps_cap_to_the_enumerator() -> None:
+    from pcr_ray.generators.vllm import VLLMGenerator
+    from pcr_ray.solve import compose as compose_solve
+
+    with pytest.raises(ValueError, match=r"unknown vllm generator option\(s\) \['cap'\]"):
+        VLLMGenerator.from_config({"kind": "vllm", "model": "m", "cap": 64})
+    assert "cap" not in compose_solve(["generator=vllm_tiny"])["generator"]
+    assert compose_solve()["generator"]["cap"] == 64 and compose_solve(["generator.cap=9"])["generator"]["cap"] == 9

@@ -136,7 +136,13 @@ class VLLMGenerator:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> VLLMGenerator:
+        import inspect
+
         kw = {k: v for k, v in cfg.items() if k not in ("kind", "name", "description") and v is not None}
+        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        unknown = sorted(set(kw) - known)
+        if unknown:
+            raise ValueError(f"unknown vllm generator option(s) {unknown}; the vllm generator takes {sorted(known)}")
         return cls(**kw)
 
     @property
