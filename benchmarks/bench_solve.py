@@ -41,19 +41,12 @@ PROBLEMS: tuple[tuple[str, float, str], ...] = (
 
 
 def right(value: float | None, unit: str | None, book: float, book_unit: str) -> bool:
-    """Whether an answer equals the book's within 2% once both are in SI base units (and share a dimension)."""
-    from pcr_ray.core.units import UnitError, unit_info
+    """Whether an answer equals the book's within 2% (pcr_ray.grading, the answer converted into the book's unit)."""
+    from pcr_ray.grading import grade_numeric
 
     if value is None or not unit:
         return False
-    try:
-        got, want = unit_info(unit), unit_info(book_unit)
-    except UnitError:
-        return False
-    if got.dims != want.dims:
-        return False
-    a, b = got.to_base(value), want.to_base(book)
-    return abs(a - b) <= 0.02 * abs(b)
+    return grade_numeric(value, book, unit=book_unit, pred_unit=unit, rel_tol=0.02).correct
 
 
 def main() -> None:
