@@ -88,7 +88,7 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
     keys_valid = torch.cat([ctx_valid[owner], cand_valid], dim=1)
     cand_mask = torch.zeros(len(cands), 1, 1, cmax + mmax, dtype=hc.dtype).masked_fill(
         ~keys_valid[:, None, None, :], neg)
-    ctx_mask, cand_mask, owner_d = ctx_mask.to(device), cand_mask.to(device), owner.to(device)
+    ctx_mask, cand_mask = ctx_mask.to(device), cand_mask.to(device)
     # the candidates' per-token layers (projections, feed-forward, layer norms) run on their real tokens only,
     # flattened [tokens, hidden]; only attention sees them padded to [candidates, longest, hidden]
     real = cand_valid.to(device)
@@ -100,6 +100,14 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
         out[real] = t
         return out
 
+    starts = [0, *torch.bincount(owner, minlength=nb).cumsum(0).tolist()]  # candidates are in context order
+    n_heads, head_dim = enc.encoder.layer[0].attention.self.num_attention_heads, \
+        enc.encoder.layer[0].attention.self.attention_head_size
+    # each candidate's keys and values: its context's, then its own (padded), written once into one buffer
+    keys = hc.new_zeros(n_c, n_heads, cmax + mmax, head_dim)
+    values = torch.zeros_like(keys)
+    own_keys, own_values = keys[:, :, cmax:].transpose(1, 2), values[:, :, cmax:].transpose(1, 2)
+
     for layer in enc.encoder.layer:
         sa = layer.attention.self
 
@@ -109,9 +117,13 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
         qkv = _qkv(sa)
         qc, kc, vc = (heads(t) for t in qkv(hc))
         ac = F.scaled_dot_product_attention(qc, kc, vc, attn_mask=ctx_mask, scale=sa.scaling)
-        qx, kx, vx = (heads(padded(t)) for t in qkv(hx))
-        ax = F.scaled_dot_product_attention(qx, torch.cat([kc[owner_d], kx], 2), torch.cat([vc[owner_d], vx], 2),
-                                            attn_mask=cand_mask, scale=sa.scaling)
+        qx, kx, vx = qkv(hx)
+        for b, (s, e) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
+            keys[s:e, :, :cmax] = kc[b]
+            values[s:e, :, :cmax] = vc[b]
+        own_keys[real] = kx.view(-1, n_heads, head_dim)
+        own_values[real] = vx.view(-1, n_heads, head_dim)
+        ax = F.scaled_dot_product_attention(heads(padded(qx)), keys, values, attn_mask=cand_mask, scale=sa.scaling)
         hc = layer.feed_forward_chunk(layer.attention.output(ac.transpose(1, 2).reshape(hc.shape), hc))
         hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(n_c, mmax, -1)[real], hx))
     token_owner = torch.arange(n_c, device=device).unsqueeze(1).expand(n_c, mmax)[real]
