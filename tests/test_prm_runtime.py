@@ -21,8 +21,13 @@ from tests.prm_helpers import small_pairs
 
 
 @pytest.fixture(scope="module")
-def checkpoint():
-    return ensure_checkpoint("csp", attention="pair")  # the runtime choice is a pair checkpoint's
+def checkpoint(tmp_path_factory):
+    """A small pair cross-encoder (the runtime choice is a pair checkpoint's) trained for this module in its own
+    cache: what is tested (export, int8 agreement, caching) is a property of the architecture, not of the budget."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PCR_RAY_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield ensure_checkpoint("csp", attention="pair", budget_pairs=240, val_pairs=40,
+                                sources=[{"name": "physics", "kwargs": {"n": 80, "seed": 7919}}])
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +49,7 @@ def onnx_int8(checkpoint):
     return PRMScorer.from_checkpoint(checkpoint, max_length=160, runtime="onnx", int8=True)
 
 
+@pytest.mark.slow
 def test_onnx_int8_agrees_with_torch_fp32(fp32, onnx_int8, pairs):
     ref, got = fp32.score(pairs), onnx_int8.score(pairs)
     diffs = [abs(a - b) for a, b in zip(ref, got, strict=True)]
@@ -53,6 +59,7 @@ def test_onnx_int8_agrees_with_torch_fp32(fp32, onnx_int8, pairs):
     assert onnx_int8.pass_size == 1 and onnx_int8.model.threads == torch.get_num_threads()
 
 
+@pytest.mark.slow
 def test_onnx_fp32_export_matches_torch(checkpoint, fp32, pairs):
     # the exported graph before quantization computes what the torch model computes (batched, padded)
     ort32 = PRMScorer.from_checkpoint(checkpoint, max_length=160, max_batch=16, runtime="onnx", int8=False)
@@ -60,6 +67,7 @@ def test_onnx_fp32_export_matches_torch(checkpoint, fp32, pairs):
     assert ort32.logits(pairs) == pytest.approx(fp32.logits(pairs), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_onnx_int8_score_is_a_function_of_the_pair_alone(onnx_int8, pairs):
     alone = [onnx_int8.score([p])[0] for p in pairs[:12]]
     assert onnx_int8.score(pairs[:12]) == alone
@@ -67,6 +75,7 @@ def test_onnx_int8_score_is_a_function_of_the_pair_alone(onnx_int8, pairs):
     assert onnx_int8.score([pairs[3], *pairs[20:40]])[0] == alone[3]
 
 
+@pytest.mark.slow
 def test_export_is_cached_by_checkpoint_content(checkpoint, tmp_path):
     folder = exported(checkpoint)
     assert set(FILES.values()) <= {p.name for p in folder.iterdir()}
@@ -81,6 +90,7 @@ def test_export_is_cached_by_checkpoint_content(checkpoint, tmp_path):
     assert checkpoint_key(copy) != checkpoint_key(checkpoint)  # other weights: another export
 
 
+@pytest.mark.slow
 def test_score_cache_returns_identical_scores_and_counts(checkpoint, fp32, pairs):
     sc = PRMScorer.from_checkpoint(checkpoint, max_length=160, cache_size=100)
     first = sc.score(pairs[:10])
@@ -107,6 +117,7 @@ def test_prm_cache_stats_sum_the_prm_actors():
     assert prm_cache_stats({}) == {"hits": 0, "misses": 0, "hit_rate": 0.0}
 
 
+@pytest.mark.slow
 def test_runtime_settings_are_checked(checkpoint):
     cfg = compose("evaluate")
     assert cfg.prm.runtime == "onnx" and cfg.prm.int8 is True and cfg.prm.cache_size == 50000
