@@ -55,11 +55,12 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
             assert placement.device == "cuda" and placement.gpus_per_actor == 1.0 and mine["actors"] == 2
             assert train["scaling"]["use_gpu"] is True and train["scaling"]["num_workers"] == 2
         else:
-            assert placement.device == "cpu" and mine["prm"]["int8"] is not shared and mine["use_ray"] is False
+            assert placement.device == "cpu" and mine["prm"]["int8"] is True and mine["use_ray"] is False
+            assert mine["prm"]["runtime"] == ("torch" if shared else "onnx")  # shared context: per-token int8
             assert train["scaling"]["use_gpu"] is False
     bench = steps[-1].argv
     assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
-    assert ("--device" in bench) == gpus and ("--fp32" in bench) == shared
+    assert ("--device" in bench) == gpus and "--fp32" not in bench  # the default scorer of each PRM
     assert bench[bench.index("--typed-cap") + 1] == "48" == str(composed[2][1]["cap"])  # mined as searched
 
 

@@ -76,8 +76,8 @@ def _mining_placement(args: argparse.Namespace) -> list[str]:
     if args.gpus > 0:  # Ray Data over GPU actors, batched bf16 scoring
         return ["prm.device=cuda", "prm.runtime=torch", "prm.int8=false", "prm.bf16=true", "use_ray=true",
                 f"actors={args.gpus}"]
-    if _attention(args) == "shared_context":  # torch fp32, each context encoded once (still faster than pair int8)
-        return ["prm.device=cpu", "prm.runtime=torch", "prm.int8=false", "use_ray=false"]
+    if _attention(args) == "shared_context":  # torch per-token int8, each context encoded once (the quick PRM's)
+        return ["prm.device=cpu", "prm.runtime=torch", "prm.int8=true", "use_ray=false"]
     return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # the README's CPU runs
 
 
@@ -128,8 +128,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
         if not bench.exists():
             raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
                                     f"not installed with the package), or pass --eval-problems 0")
-        device = (["--device", "cuda", "--bf16"] if args.gpus > 0 else
-                  ["--fp32"] if _attention(args) == "shared_context" else [])
+        device = ["--device", "cuda", "--bf16"] if args.gpus > 0 else []
         steps.append(RecipeStep(
             "search benchmark",
             (sys.executable, str(bench), "--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13",
@@ -191,7 +190,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--attention", default=None, choices=["pair", "shared_context"],
                     help="the PRM's attention (prm.attention; default: the PRM config's, shared_context for MiniLM): "
                          "shared_context packs a list's candidates with their context (docs/prm.md, Shared-context "
-                         "scoring) and mines and searches in fp32; pair is the standard cross-encoder")
+                         "scoring); pair is the standard cross-encoder")
     ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training autocast")
     ap.add_argument("--eval-problems", type=int, default=100,
                     help="physics problems of seed 13 in the final search benchmark (0: skip it)")
