@@ -100,11 +100,17 @@ test-vllm: $(VLLM_STAMP)
 venv: $(STAMP)
 
 # The main suite, then the real-vLLM tests in their own environment (make test-vllm: about 4 GB and 4 minutes to
-# install once, 7 minutes of tests on 2 cores; docs/vllm.md). VLLM_TESTS=0 leaves them out.
+# install once, 7 minutes of tests on 2 cores; docs/vllm.md). VLLM_TESTS=0 leaves them out. The vLLM environment
+# is built in the background while the main suite runs (its log: .venv-vllm.log). PYTEST_ARGS go to the main suite.
 VLLM_TESTS ?= 1
 test: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
-	$(BIN)/python -m pytest
-	@if [ "$(VLLM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory test-vllm; fi
+	@if [ "$(VLLM_TESTS)" = 1 ]; then \
+	  $(MAKE) --no-print-directory $(VLLM_STAMP) > $(VLLM_VENV).log 2>&1 & vpid=$$!; fi; \
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ "$(VLLM_TESTS)" = 1 ] && ! wait $$vpid; then \
+	  tail -n 30 $(VLLM_VENV).log; echo "error: building $(VLLM_VENV) failed (log: $(VLLM_VENV).log)"; exit 1; fi; \
+	[ $$rc = 0 ] || exit $$rc; \
+	if [ "$(VLLM_TESTS)" = 1 ]; then $(MAKE) --no-print-directory test-vllm; fi
 
 # For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
 FAST_MARKERS := not slow and not quick_prm and not llm and not browser
