@@ -8,8 +8,9 @@ candidate counts and the PRM calls the verifier saved (prm_only's PRM forward pa
 GSM8K uses the four arithmetic ops and the literals 2 and 100 (the ops and the most common constants of the
 converted annotations); physics uses every primitive. Answer declarations are scored by the PRM like steps.
 `prm_only` ranks with the conventional PRM (random-perturbation negatives), as the paper's PRM baseline does;
-the other methods with the NS-PRM. Writes benchmarks/results/NAME.json (the summary) and the per-problem
-records to <cache>/bench/NAME_records.jsonl (what bench_answer_vote.py reads).
+the other methods with the NS-PRM. Writes the summary to <cache>/bench/NAME.json (and, with --out DIR, to
+DIR/NAME.json: a run folder's copy) and the per-problem records to <cache>/bench/NAME_records.jsonl (what
+bench_answer_vote.py reads).
 
     .venv/bin/python benchmarks/bench_search_methods.py [--physics 30] [--gsm8k 20] [--beam 2] \
         [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -131,7 +133,9 @@ def main() -> None:
     ap.add_argument("--oracle", action="store_true",
                     help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search."
                          "gold_oracle): the ceiling of these search settings; prm_only keeps its PRM")
-    ap.add_argument("--name", default="bench_search_methods", help="result file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--name", default="bench_search_methods", help="result name (<cache>/bench/NAME.json)")
+    ap.add_argument("--out", default=None, help="a run folder: also write the summary to OUT/NAME.json "
+                    "(pcr-ray listwise-rounds' last step)")
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
@@ -194,6 +198,11 @@ def main() -> None:
                   f"({res['prm_calls_saved_by_verifier']['fraction_of_prm_only']:.1%} of prm_only's)")
         out["datasets"][dataset] = res
     write_result(args.name, out)
+    if args.out:
+        copy = Path(args.out) / f"{args.name}.json"
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
+        print(f"wrote {copy}")
     path = records_path(args.name)
     with open(path, "w") as fh:
         for r in records:

@@ -3,6 +3,9 @@ round's output into the next; finished steps are skipped; a failed step stops th
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -62,6 +65,23 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
     assert ("--device" in bench) == gpus and "--fp32" not in bench  # the default scorer of each PRM
     assert bench[bench.index("--typed-cap") + 1] == "48" == str(composed[2][1]["cap"])  # mined as searched
+    assert bench[bench.index("--out") + 1] == str(lw) and steps[-1].done_when == lw / "seed13_lw3.json"
+
+
+def test_the_benchmark_step_writes_the_file_that_marks_it_done(tmp_path) -> None:
+    """The last step's command, run for real on 2 problems (the gold-path oracle scores, so no PRM is needed),
+    writes its done_when file: a finished recipe is skipped on a rerun."""
+    args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "0", "--eval-problems", "2"])
+    step = recipe(args)[-1]
+    argv = list(step.argv)
+    argv[argv.index("--checkpoint"):argv.index("--checkpoint") + 2] = ["--oracle"]
+    env = {**os.environ, "PCR_RAY_CACHE": str(tmp_path / "cache")}  # the cache copy lands in tmp too
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(step.done_when.read_text())
+    assert step.done_when == tmp_path.resolve() / "lw" / "seed13_lw1.json"
+    assert record["checkpoint"] == "gold_path_oracle" and record["git_revision"] and record["command"]
+    assert record["datasets"]["physics"]["nsprm (typed enumerator)"]["n"] == 2
 
 
 def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys) -> None:

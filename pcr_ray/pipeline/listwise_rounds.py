@@ -6,7 +6,7 @@ epoch on them from it), then the search benchmark on 100 physics problems of see
   make-pairs search_per_kind=8            -> OUT/pairs_lw
   train-prm train.loss=listwise           -> OUT/lw1
   round r = 1..R: mine-pairs with lw<r>   -> OUT/pairs_mlw<r>;  train-prm from lw<r> -> OUT/lw<r+1>
-  benchmarks/bench_search_methods.py      -> benchmarks/results/search_settings/<NAME>.json
+  benchmarks/bench_search_methods.py      -> OUT/seed13_lw<R+1>.json (and <cache>/bench/, with per-problem records)
 
 Each step is one `pcr-ray` command in its own process (so each joins, or starts, its own Ray); a step whose
 output is complete (a checkpoint's prm.json, a pairs summary) is skipped, so a rerun resumes where it stopped
@@ -123,7 +123,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             new / "prm.json"))
     if args.eval_problems > 0:
         final = out / f"lw{args.rounds + 1}"
-        name = args.name or f"search_settings/seed13_{out.name}_lw{args.rounds + 1}"
+        name = args.name or f"seed13_lw{args.rounds + 1}"
         bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search_methods.py"
         if not bench.exists():
             raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
@@ -133,8 +133,8 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             "search benchmark",
             (sys.executable, str(bench), "--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13",
              "--generators", "typed", "--methods", "nsprm", "--typed-cap", str(args.cap), "--checkpoint", str(final),
-             *device, "--name", name),
-            bench.parent / "results" / f"{name}.json"))
+             *device, "--name", name, "--out", str(out)),
+            out / f"{name}.json"))
     return steps
 
 
@@ -194,7 +194,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training autocast")
     ap.add_argument("--eval-problems", type=int, default=100,
                     help="physics problems of seed 13 in the final search benchmark (0: skip it)")
-    ap.add_argument("--name", default=None, help="the benchmark's result name (benchmarks/results/NAME.json)")
+    ap.add_argument("--name", default=None, help="the benchmark's result name: OUT/NAME.json and "
+                    "<cache>/bench/NAME.json (default: seed13_lw<rounds + 1>)")
     ap.add_argument("--dry-run", action="store_true", help="print the commands (and which are done), run nothing")
     return ap
 
