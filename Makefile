@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,cpu-llm,local
 
-.PHONY: test test-fast test-vllm demo bench lint venv venv-vllm clean docs
+.PHONY: test test-fast test-vllm demo lint venv venv-vllm clean docs
 
 # This checkout's data sets lie beside it; elsewhere set PCR_RAY_DATA (docs/data.md).
 SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
@@ -119,9 +119,6 @@ test-fast: $(STAMP) $(VENV)/.bwrap
 
 demo: $(STAMP) $(VENV)/.bwrap
 	$(BIN)/pcr-ray demo
-
-bench: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,7 +5,8 @@ problems (other PRMs, enumerator seeds) and reports, per dataset: each run's acc
 run solves (the ceiling of any way of combining them), and three combinations of their answers: a majority vote
 (ties by the best trace score), a vote weighted by trace score, and the single best-scored answer. Answers are
 one when they state the same quantity (the search's `answer_quantity`: dimension and SI value). No search is
-run (seconds); writes benchmarks/results/NAME.json.
+run (seconds); writes <cache>/bench/NAME.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_answer_vote.py search_settings/seed13_listwise3_min_roles \
         search_settings/seed13_listwise3_min_roles_enum1 search_settings/seed13_listwise3_min_roles_enum2

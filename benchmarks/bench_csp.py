@@ -3,7 +3,8 @@
 Corpus: GSM8K train gold traces (when the data is present), procedural physics traces (when the generator is
 installed) and seeded random walks over the registry. Each gold trace is verified once (prepare_gold), then
 all steps are perturbed; every CSP negative is verified in full (the guarantee), as in `pcr-ray make-pairs`.
-Writes benchmarks/results/bench_csp.json.
+Writes <cache>/bench/bench_csp.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_csp.py [--traces 400]
 """

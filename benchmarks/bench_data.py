@@ -1,5 +1,6 @@
 """Data throughput on one core: GSM8K train annotation -> trace conversion, physics problem generation,
-and rule-based givens extraction. Writes benchmarks/results/bench_data.json.
+and rule-based givens extraction. Writes <cache>/bench/bench_data.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
 Run: .venv/bin/python benchmarks/bench_data.py [--quick]
 """

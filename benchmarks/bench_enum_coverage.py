@@ -6,7 +6,8 @@ target unit, seed 0), and a prefix counts as covered when it `offered` the gold 
 computes the next gold step's quantity (same dimension, value within 1e-3). A problem is covered when every
 prefix is. This is the ceiling a cap and the enumerator options put on any PRM
 along the gold path, measured without a search or a PRM (seconds). Each `--setting` is measured on the same
-problems in the same run; the first is the reference. Writes benchmarks/results/NAME.json.
+problems in the same run; the first is the reference. Writes <cache>/bench/NAME.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_enum_coverage.py --seeds 101 202 303 404 --per-seed 200 \
         --setting cap=48 --setting cap=96 --setting cap=48,head_share=0.9

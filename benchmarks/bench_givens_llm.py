@@ -2,7 +2,8 @@
 rule-based default, measured the same way (pcr_ray.data.givens.score_extraction) on the same sample.
 
 A problem counts as complete when every given its gold trace uses was found (value and dimension); the target
-counts as right when its dimension equals the gold answer's. Writes benchmarks/results/bench_givens_llm.json.
+counts as right when its dimension equals the gold answer's. Writes <cache>/bench/bench_givens_llm.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_givens_llm.py [--n 20]
 """

@@ -3,8 +3,8 @@
 On --problems generated physics problems (gold givens): how many raw outputs parse, how many pass the verifier,
 on first asks and on retries (which carry the verifier's diagnostics), how many beams a retry rescued, and the
 answers. Also the same with constrained decoding off (--also-unconstrained), to show what the grammar buys.
-SmolLM2-135M is weak at math: this measures the plumbing, not a solver. Writes
-benchmarks/results/bench_llamacpp_search.json.
+SmolLM2-135M is weak at math: this measures the plumbing, not a solver. Writes <cache>/bench/bench_llamacpp_search.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_llamacpp_search.py [--problems 20] [--k 4] [--also-unconstrained]
 """

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--beam", type=int, default=3)
     ap.add_argument("--separate-stages", action="store_true",
                     help="extract givens and grade as their own Ray Data stages (pipeline.fuse_light_stages=false)")
-    ap.add_argument("--name", default="bench_pipeline", help="results file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--name", default="bench_pipeline", help="result name (<cache>/bench/NAME.json)")
     ap.add_argument("--tasks-in-flight", type=int, default=2,
                     help="batches queued at each search worker (pipeline.worker_tasks_in_flight)")
     args = ap.parse_args(argv)

@@ -9,7 +9,8 @@ per forward pass, padding included, so a batched int8 score moves with its batch
 Runtime fp32 batched, torch's dynamic int8 (one pair per pass; the runtime ONNX Runtime replaced) and bf16.
 With --train: training steps (forward, backward, AdamW) in fp32 against bfloat16 autocast (`train.precision`),
 same pairs, same run, alternated twice, and how far the bf16 loss is from the fp32 loss on the same batches.
-Writes benchmarks/results/bench_prm.json.
+Writes <cache>/bench/bench_prm.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_prm.py [--pairs 512] [--single 64] [--max-batch 64] [--checkpoint DIR]
         [--rounds 2] [--name bench_prm_runtime]
@@ -113,7 +114,7 @@ def main() -> None:
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--max-length", type=int, default=160)
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint folder (default: the cached csp one)")
-    ap.add_argument("--name", default="bench_prm", help="result file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--name", default="bench_prm", help="result name (<cache>/bench/NAME.json)")
     ap.add_argument("--rounds", type=int, default=2, help="alternated timing rounds per runtime (best is kept)")
     ap.add_argument("--train", action="store_true", help="measure training steps, fp32 against bf16 autocast, "
                     "instead of scoring")

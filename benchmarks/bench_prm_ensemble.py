@@ -3,8 +3,8 @@
 Each checkpoint scores the split's verifier-passing pairs once (the same 300 pairs per kind `eval-prm
 limit_per_kind=300` takes); a combination's score is the mean of its members' standardized logits. Use it to
 ask whether combining training rounds ranks better than the best round alone (select on `validation`, confirm
-on `test`). Logits are cached under .cache/ensemble/ (one file per checkpoint and split). Writes
-benchmarks/results/NAME.json.
+on `test`). Logits are cached under .cache/ensemble/ (one file per checkpoint and split). Writes <cache>/bench/NAME.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_prm_ensemble.py --split validation \
         --checkpoints .cache/prm_full/csp2 .cache/prm_full/csp3 .cache/prm_full/csp5 .cache/prm_full/csp7

@@ -21,10 +21,10 @@ A problem `extracted` does not solve is attributed to the first cause that holds
    differently read givens).
 
 The book's misprinted answer (thermo_sol 14.4, flagged in the gold file) is graded against the gold trace's value.
-Writes benchmarks/results/bench_scibench_attribution.json (with --write-results) and the cache copy.
+Writes benchmarks/results/bench_scibench_attribution.json (with --results) and the cache copy.
 
     .venv/bin/python benchmarks/bench_scibench_attribution.py [--cap 48] [--beam 2] [--max-steps 8] \\
-        [--checkpoint PATH] [--oracle-only] [--write-results]
+        [--checkpoint PATH] [--oracle-only] [--results]
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the cached csp one)")
     ap.add_argument("--oracle-only", action="store_true", help="no PRM: the oracle run and the upstream causes only")
     ap.add_argument("--problems", type=int, default=None, help="only the first N problems (a quick check)")
-    ap.add_argument("--write-results", action="store_true", help="also write benchmarks/results/")
+    ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
     args = ap.parse_args()
 
     from pcr_ray.data.scibench_gold import load_scibench_gold, read_gold_records
@@ -193,7 +193,7 @@ def main() -> None:
                                                            for p in problems),
            "problems": problems}
     print({k: v for k, v in out.items() if k not in ("problems", "settings")})
-    save("bench_scibench_attribution", out, args.write_results)
+    save("bench_scibench_attribution", out, args.results)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 time goes (generation, verification, PRM scoring), measured in one run on the same problems.
 
 One core: torch uses one thread and the search runs in this process (lock-step over the batch). The PRM is the
-cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on first use). Writes
-benchmarks/results/bench_search.json.
+cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on first use).
+Writes <cache>/bench/bench_search.json (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_search.py [--problems 8] [--cap 48] [--max-gold-steps 4] [--int8]
     .venv/bin/python benchmarks/bench_search.py --scorers pair-fp32 pair-int8 shared-fp32 shared-int8 --beams 4

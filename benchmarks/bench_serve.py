@@ -4,7 +4,8 @@ deployment with max_batch_size=1 (one request per forward pass), same requests, 
 Bounded in requests and time. Every response is matched to its request by the id it echoes; the script
 checks that none is lost, answered twice or answered with another request's id, and that both deployments give
 the same scores. Workload: the hand-written gold traces (real problem texts) plus seeded random verified traces
-of 2-6 steps. Writes benchmarks/results/bench_serve.json.
+of 2-6 steps. Writes <cache>/bench/bench_serve.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_serve.py [--requests 240] [--concurrency 16] [--time-cap 120]
 """

