@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -197,11 +198,11 @@ def main() -> None:
             print(f"{dataset:8s} PRM calls saved by the verifier: {saved} "
                   f"({res['prm_calls_saved_by_verifier']['fraction_of_prm_only']:.1%} of prm_only's)")
         out["datasets"][dataset] = res
-    write_result(args.name, out)
+    written = write_result(args.name, out)
     if args.out:
         copy = Path(args.out) / f"{args.name}.json"
         copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(json.dumps(out, indent=2, sort_keys=True, default=str) + "\n")
+        shutil.copyfile(written, copy)
         print(f"wrote {copy}")
     path = records_path(args.name)
     with open(path, "w") as fh:

@@ -1,7 +1,7 @@
-"""`pcr-ray listwise-rounds`: the listwise PRM recipe end to end, as the README measured it, for any backbone.
+"""`pcr-ray listwise-rounds`: the listwise PRM recipe end to end, as docs/results.md measured it, for any backbone.
 
 One listwise run on make-pairs' longer lists, then rounds of (mine lists with the last PRM, train one listwise
-epoch on them from it), then the search benchmark on 100 physics problems of seed 13 (the README's table):
+epoch on them from it), then the search benchmark on 100 physics problems of seed 13 (docs/results.md):
 
   make-pairs search_per_kind=8            -> OUT/pairs_lw
   train-prm train.loss=listwise           -> OUT/lw1
@@ -12,7 +12,7 @@ Each step is one `pcr-ray` command in its own process (so each joins, or starts,
 output is complete (a checkpoint's prm.json, a pairs summary) is skipped, so a rerun resumes where it stopped
 (other settings want another OUT: what is there is not checked against them).
 `--gpus N` is the GPU cluster's shape: Ray Train on N GPU workers, mining on N GPU actors in bfloat16 (the
-paper's backbone: `--prm deberta_v3_base`); without it, the CPU recipe of the README (int8 mining in process).
+paper's backbone: `--prm deberta_v3_base`); without it, the CPU recipe (int8 mining in process).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _mining_placement(args: argparse.Namespace) -> list[str]:
                 f"actors={args.gpus}"]
     if _attention(args) == "shared_context":  # torch per-token int8, each context encoded once (the quick PRM's)
         return ["prm.device=cpu", "prm.runtime=torch", "prm.int8=true", "use_ray=false"]
-    return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # the README's CPU runs
+    return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # a pair PRM on CPU
 
 
 def recipe(args: argparse.Namespace) -> list[RecipeStep]:
@@ -169,14 +169,14 @@ def parser() -> argparse.ArgumentParser:
         prog="pcr-ray listwise-rounds", description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="e.g.  pcr-ray listwise-rounds --out /mnt/shared/pcr_ray/deberta --prm deberta_v3_base --gpus 4\n"
-               "      pcr-ray listwise-rounds --out .cache/lw_cpu              # the README's CPU recipe (hours)\n"
+               "      pcr-ray listwise-rounds --out runs/lw                    # on CPU (71 minutes on 2 cores)\n"
                "      pcr-ray listwise-rounds --out /tmp/lw --dry-run          # print the commands")
     ap.add_argument("--out", required=True, help="folder for the pairs, the checkpoints and Ray Train's storage")
     ap.add_argument("--prm", default=None, help="the prm config group (conf/prm/), e.g. deberta_v3_base "
                     "(default: train-prm's, minilm_csp)")
     ap.add_argument("--gpus", type=int, default=0, help="GPUs: Ray Train workers and mining actors (0: CPU)")
     ap.add_argument("--rounds", type=int, default=2, help="rounds of mined lists after the first run (the "
-                    "README's lw3 is 2)")
+                    "recipe's lw3 is 2)")
     ap.add_argument("--first-limit", type=int, default=30000, help="train pairs (whole lists) of the first run; 0: all")
     ap.add_argument("--lists-per-round", type=int, default=450, help="training problems mined per round")
     ap.add_argument("--val-lists", type=int, default=40, help="validation problems mined per round")
