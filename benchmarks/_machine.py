@@ -29,6 +29,16 @@ def machine_info() -> dict:
                     break
     except OSError:
         pass
+    try:
+        with open("/proc/cpuinfo") as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
+        info["cpu_int8_flags"] = sorted(f for f in flags if f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni",
+                                                                   "amx_int8", "amx_bf16", "avx512_bf16"))
+    except OSError:
+        pass
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()  # the kernels torch dispatches to
     for mod in ("torch", "ray", "pint", "transformers"):
         m = sys.modules.get(mod)
         if m is not None:

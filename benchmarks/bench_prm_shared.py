@@ -6,7 +6,8 @@ of the two quick PRMs trained on the same pairs, and listwise training speed, ea
    sends the PRM is recorded. Those requests are then scored, in the same run, by the pair PRM one pair per
    pass in int8 (today's default), by the pair PRM batched in fp32, and by the shared-context PRM in fp32 (the
    context cache, the scorer's default, and packs of --pack-sizes under the block mask) and in per-token int8
-   (`prm.int8=true`, pcr_ray.prm.int8_rows, through the context cache): candidates scored per
+   (pcr_ray.prm.int8_rows, through the context cache), each kernel pinned, and by the kernel `prm.int8=true`
+   picks on this CPU (pcr_ray.prm.kernels: int8 where it is measured faster, else fp32): candidates scored per
    second of wall time and per second of this process's CPU time (one torch thread: CPU time is what a
    scorer costs, less disturbed by other jobs on a shared machine), best of --rounds alternated rounds.
 2. Accuracy (--accuracy): both quick PRMs of `pcr_ray.prm.checkpoints.ensure_checkpoint` (900 CSP pairs, one
@@ -98,11 +99,16 @@ def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]],
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.prm.shared import make_packs
 
+    pinned = {"measure_kernel": False}  # every kernel as named, whatever this CPU runs fast
     scorers = {"pair_int8_one_pair": torch_dynamic_int8(pair_ck),
-               "pair_onnx_int8_one_pair": PRMScorer.from_checkpoint(pair_ck, int8=True, runtime="onnx"),
+               "pair_onnx_int8_one_pair": PRMScorer.from_checkpoint(pair_ck, int8=True, runtime="onnx", **pinned),
                "pair_fp32_batched": PRMScorer.from_checkpoint(pair_ck, max_batch=64)}
     scorers["shared_fp32_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64)
-    scorers["shared_int8_rows_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, int8=True)
+    scorers["shared_int8_rows_context_cache"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, int8=True,
+                                                                          **pinned)
+    # what `prm.int8=true` picks on this CPU (pcr_ray.prm.kernels), as the search and solve load it
+    auto = PRMScorer.from_checkpoint(shared_ck, max_batch=64, int8=True)
+    scorers["shared_int8_auto"] = auto
     for k in pack_sizes:
         scorers[f"shared_fp32_pack{k}"] = PRMScorer.from_checkpoint(shared_ck, max_batch=64, pack_size=k,
                                                                      context_cache=False)
@@ -133,6 +139,7 @@ def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]],
     alone8 = [scorers["shared_int8_rows_context_cache"].score([p])[0] for p in requests[0][:64]]
     return {
         "torch_threads": torch.get_num_threads(), "rounds": rounds,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(), "auto_kernel": auto.identity["kernel"],
         "candidates_per_s": {k: round(v, 1) for k, v in best.items()},
         "over_pair_int8_one_pair": {k: round(v / base, 2) for k, v in best.items()},
         "candidates_per_cpu_s": {k: round(v, 1) for k, v in best_cpu.items()},

@@ -3,6 +3,7 @@
     pcr-ray solve "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
     pcr-ray solve "..." generator=enumerate method=prm_only search.beam_width=8
     pcr-ray solve "..." generator=llamacpp method=pyexec
+    pcr-ray solve --verbose "..."      # also the PRM's checkpoint and scoring kernel, with the rates measured
 
 Prints the givens, every step of the chosen trace with its verifier verdict and PRM score, and a last line
 `answer: VALUE UNIT`. Exit status 0 when an answer was found, 1 when not, 2 on bad input.
@@ -87,9 +88,21 @@ def format_result(problem: SearchProblem, res: SearchResult, *, show_candidates:
     return "\n".join(lines)
 
 
-def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: Any = None,
+def describe_scorer(scorer: Any) -> str:
+    """One line on a PRM scorer: its checkpoint, the kernel it scores with, and the rates that chose it."""
+    ident = dict(getattr(scorer, "identity", {}) or {})
+    k = dict(ident.get("kernel") or {})
+    rates = ", ".join(f"{name} {v:,.0f}" for name, v in (k.get("rates") or {}).items())
+    return (f"prm: {ident.get('checkpoint', '?')} ({ident.get('attention', 'pair')}, {ident.get('runtime', '?')}); "
+            f"kernel {k.get('kernel', '?')}" + (f" [{rates} {k.get('unit', '')}]" if rates else "")
+            + (f": {k['reason']}" if k.get("reason") else ""))
+
+
+def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: Any = None, verbose: bool = False,
           ) -> tuple[SearchResult, str]:
-    """Solve one problem text with the config (compose() output); returns the result and the printed text."""
+    """Solve one problem text with the config (compose() output); returns the result and the printed text.
+
+    verbose adds a line on the PRM (describe_scorer) before the report."""
     from pcr_ray.generators.base import build_generator
 
     if not text or not text.strip():
@@ -111,7 +124,10 @@ def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: A
         res = run_search([problem], gen, sc, scfg)[0]
     else:
         raise ValueError(f"unknown method {name!r}; expected one of {SEARCH_METHODS + ('direct', 'pyexec')}")
-    return res, format_result(problem, res, show_candidates=bool(cfg.get("show_candidates", False)))
+    report = format_result(problem, res, show_candidates=bool(cfg.get("show_candidates", False)))
+    if verbose and name in SEARCH_METHODS and sc is not None:
+        report = f"{describe_scorer(sc)}\n{report}"
+    return res, report
 
 
 def main(argv: list[str]) -> int:
@@ -119,6 +135,11 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
+    verbose = any(a in ("-v", "--verbose") for a in argv)
+    argv = [a for a in argv if a not in ("-v", "--verbose")]
+    if not argv:
+        print(__doc__.strip())
+        return 2
     text, overrides = argv[0], list(argv[1:])
     if "=" in text.split(" ")[0] and len(text.split()) == 1:
         print("pcr-ray solve: the first argument is the problem text (quote it), then key=value overrides",
@@ -126,7 +147,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         cfg = compose(overrides)
-        res, report = solve(text, cfg)
+        res, report = solve(text, cfg, verbose=verbose)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"pcr-ray solve: {exc}", file=sys.stderr)
         return 2

@@ -21,13 +21,12 @@ from tests.prm_helpers import small_pairs
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A small pair cross-encoder (the runtime choice is a pair checkpoint's) trained for this module in its own
-    cache: what is tested (export, int8 agreement, caching) is a property of the architecture, not of the budget."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PCR_RAY_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield ensure_checkpoint("csp", attention="pair", budget_pairs=240, val_pairs=40,
-                                sources=[{"name": "physics", "kwargs": {"n": 80, "seed": 7919}}])
+def checkpoint():
+    """A small pair cross-encoder (the runtime choice is a pair checkpoint's), trained once per machine into the
+    per-user cache: what is tested (export, int8 agreement, caching) is a property of the architecture, not of
+    the budget."""
+    return ensure_checkpoint("csp", attention="pair", budget_pairs=240, val_pairs=40,
+                             sources=[{"name": "physics", "kwargs": {"n": 80, "seed": 7919}}])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +45,7 @@ def fp32(checkpoint):
 
 @pytest.fixture(scope="module")
 def onnx_int8(checkpoint):
-    return PRMScorer.from_checkpoint(checkpoint, max_length=160, runtime="onnx", int8=True)
+    return PRMScorer.from_checkpoint(checkpoint, max_length=160, runtime="onnx", int8=True, measure_kernel=False)
 
 
 @pytest.mark.slow

@@ -174,7 +174,8 @@ def test_shared_int8_quantizes_each_token_alone_and_refuses_per_pass_int8(shared
     model, tok = shared_model
     path = save_checkpoint(model, tok, tmp_path / "sc", PRMMeta(backbone=str(tiny), attention="shared_context",
                                                                candidate_length=24, max_length=96, dropout=0.0))
-    q8 = PRMScorer.from_checkpoint(path, int8=True)
+    q8 = PRMScorer.from_checkpoint(path, int8=True, measure_kernel=False)  # int8 pinned: its properties tested
+    assert q8.identity["kernel"]["kernel"] == "int8_rows" and q8.identity["int8"] is True
     assert any(isinstance(m, RowInt8Linear) for m in q8.model.modules())
     pairs = [(CTX, c) for c in CANDS] + [("Another problem | givens: m=3 kg", "F1 = weight(m=m, g=g) = 29.42 [N]")]
     together = q8.logits(pairs)
@@ -207,6 +208,10 @@ def test_quick_shared_checkpoint_lives_apart(tmp_path, monkeypatch):
     assert ck.default_checkpoint_dir("csp") == tmp_path / "cache" / "prm" / "csp_shared"  # the default
     assert ck.default_checkpoint_dir("csp", "pair") == tmp_path / "cache" / "prm" / "csp"
     assert ck.find_checkpoint("csp", "shared_context") is None
+    small = ck.recipe_of("csp", "shared_context", budget_pairs=10)
+    assert ck.default_checkpoint_dir("csp", "shared_context", small).name.startswith("csp_shared-")
+    assert ck.default_checkpoint_dir("csp", "shared_context", ck.recipe_of("csp", "shared_context")).name == \
+        "csp_shared"
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from pcr_ray.prm import kernels
 from pcr_ray.prm.build import check_runtime
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
@@ -79,13 +80,17 @@ class PRMScorer:
     def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu", int8: bool = False,
                         max_batch: int = 64, max_length: int | None = None, bf16: bool = False,
                         runtime: str = "torch", cache_size: int = 0, threads: int | None = None,
-                        pack_size: int = DEFAULT_PACK_SIZE, context_cache: bool = True) -> PRMScorer:
+                        pack_size: int = DEFAULT_PACK_SIZE, context_cache: bool = True,
+                        measure_kernel: bool = True) -> PRMScorer:
         """Load a checkpoint folder. runtime: `torch` (fp32, or bf16=True) or `onnx` (ONNX Runtime, CPU, int8 or fp32).
 
         runtime=onnx scores with the checkpoint exported to ONNX (pcr_ray.prm.onnx_runtime, cached per
         checkpoint), with int8=True its weights quantized to int8; dynamic int8 takes its activation scale per
         forward pass, padding included, so it scores one pair per pass and a score depends on the pair alone.
         bf16=True scores batched under bfloat16 autocast (fp32 weights; CPUs with AVX512-BF16 or AMX, GPUs).
+        int8=True on CPU is "int8 where it is faster here": with measure_kernel (the default) the int8 kernel is
+        timed against fp32 on this CPU and the faster one kept (pcr_ray.prm.kernels); identity["kernel"] says
+        which, with the rates. measure_kernel=False pins int8 as asked.
         threads: ONNX Runtime's intra-op threads (None: torch's thread count, i.e. the actor's CPUs).
 
         max_length: tokens per (context, step); None scores at the length the checkpoint was trained at
@@ -107,13 +112,27 @@ class PRMScorer:
             from pcr_ray.prm.onnx_runtime import load_onnx
 
             del model
-            model = load_onnx(path, int8=int8, threads=threads)
+            model, choice = load_onnx(path, int8=False, threads=threads), kernels.forced(kernels.FP32, "int8=false")
+            if int8:
+                int8_model = load_onnx(path, int8=True, threads=threads)
+                choice = (kernels.choose_onnx_int8(int8_model.logits, model.logits,
+                                                   lambda n: _probe_pairs(tok, n, max_length), pass_size=max_batch,
+                                                   key=(str(int8_model.file), int8_model.threads, max_batch))
+                          if measure_kernel else kernels.forced(kernels.ONNX_INT8, "pinned by the caller"))
+                int8 = choice.kernel == kernels.ONNX_INT8
+                model = int8_model if int8 else model
         else:
+            choice = kernels.forced("bf16" if bf16 else kernels.FP32, f"int8=false on {device}")
             if int8:  # a shared_context PRM (check_runtime refuses torch int8 for a pair PRM)
+                choice = (kernels.choose_row_int8(*kernels.largest_linear(model.encoder))
+                          if measure_kernel and torch.device(device).type == "cpu"
+                          else kernels.forced(kernels.INT8_ROWS, "pinned by the caller"))
+                int8 = choice.kernel == kernels.INT8_ROWS
+            if int8:
                 quantize_rows(model.encoder)  # one scale per token: a score stays a function of its pair
             model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
-                    "render": meta.render, "runtime": runtime,
+                    "render": meta.render, "runtime": runtime, "kernel": choice.to_dict(),
                     "pooling": meta.pooling, "int8": bool(int8),
                     "bf16": bool(bf16), "device": device, "max_length": max_length, "attention": meta.attention,
                     **({"candidate_length": meta.candidate_length, "pack_size": int(pack_size)}
@@ -187,6 +206,12 @@ class PRMScorer:
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
         return [sigmoid(v) for v in self.logits(pairs)]
+
+
+def _probe_pairs(tokenizer: Any, n: int, max_length: int) -> Any:
+    """n padded (context, step) pairs of a typical length, the input of a kernel measurement."""
+    ctx = "A body starts at 3 m/s and accelerates at 2 m/s^2 for 4 s. Givens: v0 = 3 m/s, a = 2 m/s^2, t = 4 s."
+    return encode_pairs(tokenizer, [ctx] * n, ["kin_displacement(v0, a, t) -> d [m]"] * n, max_length)
 
 
 def _row_quantized(model: torch.nn.Module) -> bool:
