@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,cpu-llm,local
 
-.PHONY: test test-fast test-vllm demo lint venv venv-vllm clean docs
+.PHONY: test test-suites test-fast test-vllm demo lint venv venv-vllm clean docs
 
 # This checkout's data sets lie beside it; elsewhere set PCR_RAY_DATA (docs/data.md).
 SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
@@ -102,8 +102,16 @@ venv: $(STAMP)
 # The main suite, then the real-vLLM tests in their own environment (make test-vllm: about 4 GB and 4 minutes to
 # install once, 7 minutes of tests on 2 cores; docs/vllm.md). VLLM_TESTS=0 leaves them out. The vLLM environment
 # is built in the background while the main suite runs (its log: .venv-vllm.log). PYTEST_ARGS go to the main suite.
+# At the end tests/budget.py prints the wall time against the suite's budget and the ten slowest tests of both
+# suites (docs/development.md, The test budget).
 VLLM_TESTS ?= 1
-test: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
+DURATIONS := .pytest-durations.jsonl
+test:
+	@start=$$(date +%s); rm -f $(DURATIONS); \
+	PCR_RAY_DURATIONS=$(CURDIR)/$(DURATIONS) $(MAKE) --no-print-directory test-suites; rc=$$?; \
+	$(PY) -m tests.budget $(DURATIONS) $$start; exit $$rc
+
+test-suites: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
 	@if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  $(MAKE) --no-print-directory $(VLLM_STAMP) > $(VLLM_VENV).log 2>&1 & vpid=$$!; fi; \
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

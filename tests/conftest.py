@@ -13,9 +13,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 REPO = Path(__file__).resolve().parent.parent
-# This repository's tests read the data sets laid beside the checkout and keep their cache inside it.
+# This repository's tests read the data sets laid beside the checkout. Their cache is the user's, as the commands'
+# ($PCR_RAY_CACHE, else ~/.cache/pcr_ray): what they train or convert (the quick PRMs, ONNX exports, model folders)
+# is keyed by what determines it and built once per machine, shared by every checkout and by `pcr-ray solve`.
 os.environ.setdefault("PCR_RAY_DATA", str(REPO.parent / "shared" / "data"))
-os.environ.setdefault("PCR_RAY_CACHE", str(REPO / ".cache"))
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +39,77 @@ def data_dir() -> Path:
     if not (d / "gsm8k" / "test.jsonl").exists():
         pytest.skip(f"data sets not found in {d} (set PCR_RAY_DATA)")
     return d
+
+
+# Actors a test module may not leave behind: the pipeline's named actors and Ray Train's controller.
+LEAK_CLASSES = ("TrainController", "DatasetManager")
+LEAK_PREFIX = "pcr-"
+
+
+def alive_actors() -> list[dict]:
+    """ALIVE actors of the session's Ray: {'id', 'name', 'class', 'pid'} each."""
+    import ray
+    from ray._private import state  # the GCS actor table: works without the dashboard (off in tests)
+
+    if not ray.is_initialized():
+        return []
+    return [{"id": a["ActorID"], "name": a.get("Name") or "", "class": a.get("ActorClassName") or "",
+             "pid": a.get("Pid")} for a in state.actors().values() if a.get("State") == "ALIVE"]
+
+
+def leaked(actors: list[dict], before: set[str]) -> list[dict]:
+    """The actors of `actors` made since `before` that are pcr_ray's or Ray Train's."""
+    return [a for a in actors if a["id"] not in before and (
+        a["name"].startswith(LEAK_PREFIX) or a["class"].rsplit(".", 1)[-1] in LEAK_CLASSES)]
+
+
+def stop_actors(actors: list[dict]) -> None:
+    """ray.kill the named ones (in whatever namespace), SIGKILL the rest by their pid."""
+    import contextlib
+    import signal
+
+    import ray
+
+    spaces = {n["name"]: n["namespace"] for n in ray.util.list_named_actors(all_namespaces=True)}
+    for a in actors:
+        with contextlib.suppress(Exception):
+            if a["name"] in spaces:
+                ray.kill(ray.get_actor(a["name"], namespace=spaces[a["name"]]))
+            elif a["pid"]:
+                os.kill(int(a["pid"]), signal.SIGKILL)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_actor_outlives_its_module(request):
+    """Fails the module whose tests leave a pcr_ray actor or a Ray Train controller alive (and stops them, so the
+    next module starts clean). Module scope: a module may share an actor between its tests (the vLLM engine)."""
+    import time
+
+    before = {a["id"] for a in alive_actors()}
+    yield
+    deadline = time.monotonic() + 10  # a released actor takes a moment to die
+    while (left := leaked(alive_actors(), before)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if left:
+        stop_actors(left)
+        pytest.fail(f"{request.module.__name__} left actors alive: "
+                    + ", ".join(f"{a['class']} {a['name']}".strip() for a in left), pytrace=False)
+
+
+# `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) is appended there, and
+# tests/budget.py prints the whole run's wall time against its budget and the slowest tests of both suites.
+_DURATIONS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + float(report.duration)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    out = os.environ.get("PCR_RAY_DURATIONS")
+    if out and _DURATIONS:
+        import json
+
+        with open(out, "a", encoding="utf-8") as fh:
+            for node, secs in _DURATIONS.items():
+                fh.write(json.dumps({"test": node, "seconds": round(secs, 2)}) + "\n")

@@ -135,32 +135,58 @@ def test_short_minilm_training_learns(data_dir, tmp_path):
 
 
 def test_ensure_checkpoint_trains_once_then_reuses(tiny, tmp_path, monkeypatch):
+    """A quick checkpoint is keyed by its recipe, data and code: the same key reuses it, another trains anew."""
     from pcr_ray.prm import checkpoints as ck
 
     monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "cache"))
     assert ck.find_checkpoint("random") is None
-    sources = [{"name": "physics", "kwargs": {"n": 30, "seed": 99}}]
-    path = ck.ensure_checkpoint("random", budget_pairs=24, epochs=1, val_pairs=8, backbone=str(tiny),
-                                sources=sources, train_overrides={"max_length": 64, "progress": False})
-    assert path == ck.default_checkpoint_dir("random") == tmp_path / "cache" / "prm" / "random_shared"
-    assert ck.find_checkpoint("random") == path
+    kw = {"budget_pairs": 24, "epochs": 1, "val_pairs": 8, "backbone": str(tiny),
+          "sources": [{"name": "physics", "kwargs": {"n": 30, "seed": 99}}],
+          "train_overrides": {"max_length": 64, "progress": False}}
+    recipe = ck.recipe_of("random", "shared_context", **kw)
+    path = ck.ensure_checkpoint("random", **kw)
+    # not the default recipe: a folder of its own beside the default's, named by its key
+    assert path == ck.default_checkpoint_dir("random", "shared_context", recipe)
+    assert path.parent == tmp_path / "cache" / "prm" and path.name.startswith("random_shared-")
+    assert ck.find_checkpoint("random", recipe=recipe) == path and ck.find_checkpoint("random") is None
     sc = PRMScorer.from_checkpoint(path, max_length=64)
     assert sc.identity["kind"] == "random" and sc.identity["train"]["train_pairs"] == 24
     stamp = (path / "prm.json").stat().st_mtime_ns
-    assert ck.ensure_checkpoint("random", backbone="no-such-backbone") == path  # cached: no training
+    assert ck.ensure_checkpoint("random", **kw) == path  # cached: no training
     assert (path / "prm.json").stat().st_mtime_ns == stamp
     assert not list(path.parent.glob(".run_*")) and not list(path.parent.glob(".tmp_*"))
-    # a checkpoint trained on an older rendering is not reused (ensure_checkpoint would retrain) and warns
+    # another recipe is another key and another folder
+    other = ck.recipe_of("random", "shared_context", **{**kw, "seed": 1})
+    assert ck.recipe_key(other) != ck.recipe_key(recipe) and ck.default_checkpoint_dir(
+        "random", "shared_context", other) != path
+    # a checkpoint made by other code (or data) is not reused: its stored key no longer matches
     import json
 
+    stored = json.loads((path / ck.RECIPE_FILE).read_text())
+    assert stored["key"] == ck.recipe_key(recipe) and stored["recipe"]["budget_pairs"] == 24
+    (path / ck.RECIPE_FILE).write_text(json.dumps({**stored, "key": "made-by-older-code"}))
+    assert ck.find_checkpoint("random", recipe=recipe) is None
+    # a checkpoint trained on an older rendering warns when loaded by hand
     meta = json.loads((path / "prm.json").read_text())
     assert meta["render"] == 2
     (path / "prm.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "render"}))
-    assert ck.find_checkpoint("random") is None
     with pytest.warns(UserWarning, match="rendering v1"):
         PRMScorer.from_checkpoint(path, max_length=64)
     with pytest.raises(ValueError, match="kind"):
         ck.ensure_checkpoint("bogus")
+
+
+def test_recipe_key_follows_the_data_files(tmp_path):
+    """The key hashes the content of the data files a source reads, not their path or time."""
+    from pcr_ray.prm import checkpoints as ck
+
+    (tmp_path / "a" / "gsm8k").mkdir(parents=True)
+    (tmp_path / "a" / "gsm8k" / "train.jsonl").write_text('{"question": "q", "answer": "#### 1"}\n')
+    src = [{"name": "gsm8k_train", "data_dir": str(tmp_path / "a")}]
+    key = ck.recipe_key(ck.recipe_of("csp", "shared_context", sources=src))
+    (tmp_path / "a" / "gsm8k" / "train.jsonl").write_text('{"question": "q", "answer": "#### 2"}\n')
+    assert ck.recipe_key(ck.recipe_of("csp", "shared_context", sources=src)) != key
+    assert ck.data_digest([{"name": "physics"}]) == ck.data_digest([])  # generated: no files
 
 
 def test_init_from_continues_from_a_checkpoint(tiny, gen_pairs, tmp_path):

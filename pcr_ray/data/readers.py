@@ -43,6 +43,12 @@ HUB_NAMES: dict[str, str] = {
 }
 
 
+def data_files(name: str, data_dir: str | Path | None = None) -> list[Path]:
+    """The files of the data folder that data set `name` reads, sorted (none for a generated set or when absent)."""
+    pattern = _EXPECTED.get(name)
+    return sorted(resolve_data_dir(data_dir).glob(pattern)) if pattern else []
+
+
 def _require(path: Path, root: Path, what: str) -> Path:
     if not path.exists():
         rel = path.relative_to(root)

@@ -14,7 +14,9 @@ import contextlib
 import hashlib
 import json
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -189,6 +191,20 @@ def kind_counts(ds: Any) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def fit_and_release(trainer: Any) -> Any:
+    """trainer.fit(), then its controller actor released.
+
+    Ray Train's fit() registers a SIGINT handler whose closure holds the TrainController's handle, so the
+    controller (and the DatasetManager it owns) would live as long as the process. Putting the previous handler
+    back drops that last handle, and Ray ends both."""
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        return trainer.fit()
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, previous)
+
+
 def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
     cfg = checked_dict("train_prm", cfg)
@@ -256,7 +272,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
                              worker_runtime_env={"env_vars": dict(WORKER_ENV)}),
         datasets={"train": train_ds, "validation": val_ds},
     )
-    result = trainer.fit()
+    result = fit_and_release(trainer)
     if result.checkpoint is None:
         raise RuntimeError(f"training reported no checkpoint (error: {result.error})")
     with result.checkpoint.as_directory() as d:

@@ -2,10 +2,15 @@
 
 `ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>_shared
 (the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>, the standard
-cross-encoder) when it holds a checkpoint, else builds pairs from gold traces (procedural physics problems with a
-seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a small budget (about 9
-minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one). A file lock keeps
-concurrent callers from training twice.
+cross-encoder) when it holds a checkpoint of the same recipe, else builds pairs from gold traces (procedural
+physics problems with a seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a
+small budget (about 9 minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one).
+
+The cache is per user ($XDG_CACHE_HOME/pcr_ray, shared by every checkout and by the tests), so a checkpoint is
+trained once per machine. Each one is keyed (recipe.json) by everything that determines it: the recipe's
+settings, the content of the data files it reads and the source of the code that makes its pairs and trains it;
+a different key trains anew. A recipe other than the default (a test-size one, say) lives beside the default in
+a folder named with its key. A file lock keeps concurrent callers from training twice.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -35,30 +41,82 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
 # physics searches well ahead of the verifier alone (docs/prm.md, Checkpoints)
 DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
+RECIPE_FILE = "recipe.json"
+# the package folders whose source determines a quick checkpoint: gold traces, negatives, rendering, training
+CODE_DIRS = ("core", "data", "negatives", "prm")
+_DIGESTS: dict[str, str] = {}
 
 
-def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context") -> Path:
-    """cache_dir()/prm/<kind> (pair attention) or cache_dir()/prm/<kind>_shared (shared_context)."""
+def code_digest() -> str:
+    """A digest of the Python source under CODE_DIRS (once per process)."""
+    if "code" not in _DIGESTS:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for d in CODE_DIRS:
+            for f in sorted((root / d).rglob("*.py")):
+                h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+        _DIGESTS["code"] = h.hexdigest()
+    return _DIGESTS["code"]
+
+
+def data_digest(sources: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of the data files these sources read (their content; generated sources read none)."""
+    from pcr_ray.data.readers import data_files
+
+    h = hashlib.sha256()
+    for src in sources:
+        for f in data_files(str(src["name"]), src.get("data_dir")):
+            h.update(f.name.encode() + b"\0")
+            with f.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+def recipe_of(kind: str, attention: str, *, budget_pairs: int | None = None, epochs: int = 1, val_pairs: int = 200,
+              seed: int = 0, backbone: str = "minilm", sources: Sequence[Mapping[str, Any]] | None = None,
+              train_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings that determine a quick checkpoint, defaults filled in (ensure_checkpoint's arguments)."""
+    return {"kind": kind, "attention": attention,
+            "budget_pairs": DEFAULT_BUDGET_PAIRS[attention] if budget_pairs is None else int(budget_pairs),
+            "epochs": int(epochs), "val_pairs": int(val_pairs), "seed": int(seed), "backbone": str(backbone),
+            "sources": [dict(s) for s in (DEFAULT_SOURCES if sources is None else sources)],
+            "loss": DEFAULT_LOSS[attention], "train_overrides": dict(train_overrides or {})}
+
+
+def recipe_key(recipe: Mapping[str, Any]) -> str:
+    """The key of a recipe: its settings, its data files' content and the training code (20 hex digits)."""
+    from pcr_ray.prm.render import RENDER_VERSION
+
+    blob = json.dumps({"recipe": recipe, "render": RENDER_VERSION, "code": code_digest(),
+                       "data": data_digest(recipe["sources"])}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context",
+                           recipe: Mapping[str, Any] | None = None) -> Path:
+    """cache_dir()/prm/<kind> (pair attention) or cache_dir()/prm/<kind>_shared (shared_context) for the default
+    recipe; another recipe's folder has its key appended (<kind>_shared-<key>)."""
     from pcr_ray.prm.shared import check_attention
 
     _check_kind(kind)
     check_attention(attention)
-    return cache_dir() / "prm" / (kind if attention == "pair" else f"{kind}_shared")
+    name = kind if attention == "pair" else f"{kind}_shared"
+    if recipe is not None and dict(recipe) != recipe_of(kind, attention):
+        name = f"{name}-{recipe_key(recipe)[:12]}"
+    return cache_dir() / "prm" / name
 
 
-def find_checkpoint(kind: str = "csp", attention: str = "shared_context") -> Path | None:
-    """The cached checkpoint folder of `kind` and `attention`, or None when there is none (or it was trained on an
-    older rendering: `ensure_checkpoint` then trains a new one)."""
-    from pcr_ray.prm.model import read_meta
-    from pcr_ray.prm.render import RENDER_VERSION
-
-    p = default_checkpoint_dir(kind, attention)
-    if not (p / META_FILE).exists():
-        return None
+def find_checkpoint(kind: str = "csp", attention: str = "shared_context",
+                    recipe: Mapping[str, Any] | None = None) -> Path | None:
+    """The cached checkpoint of this recipe (default: the quick one of `kind` and `attention`), or None when there
+    is none or it was made by another recipe, data or code (its recipe.json: `ensure_checkpoint` trains anew)."""
+    recipe = recipe_of(kind, attention) if recipe is None else recipe
+    p = default_checkpoint_dir(kind, attention, recipe)
     try:
-        meta = read_meta(p)
-        return p if (meta.render, meta.attention) == (RENDER_VERSION, attention) else None
-    except Exception:  # noqa: BLE001  (an unreadable prm.json: train a new one)
+        stored = json.loads((p / RECIPE_FILE).read_text())
+        return p if (p / META_FILE).exists() and stored.get("key") == recipe_key(recipe) else None
+    except (OSError, ValueError):  # no recipe.json, or an unreadable one: train a new checkpoint
         return None
 
 
@@ -137,25 +195,26 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
     from pcr_ray.prm.train_loop import TrainConfig, train_local
 
     _check_kind(kind)
-    dest = default_checkpoint_dir(kind, attention)
-    if not force and find_checkpoint(kind, attention):
+    recipe = recipe_of(kind, attention, budget_pairs=budget_pairs, epochs=epochs, val_pairs=val_pairs, seed=seed,
+                       backbone=backbone, sources=sources, train_overrides=train_overrides)
+    dest = default_checkpoint_dir(kind, attention, recipe)
+    if not force and find_checkpoint(kind, attention, recipe):
         return dest
     with _lock(dest.parent / f".{dest.name}.lock"):
-        if not force and find_checkpoint(kind, attention):
+        if not force and find_checkpoint(kind, attention, recipe):
             return dest  # another process trained it while we waited
         t0 = time.perf_counter()
-        problems = load_problems(sources if sources is not None else DEFAULT_SOURCES)
+        problems = load_problems(recipe["sources"])
         if not problems:
             raise RuntimeError("no problems with gold traces to make PRM training pairs from "
                                "(physics generator or GSM8K data needed)")
         rows = pairs_from_problems(problems, PairConfig(kinds=KIND_GROUPS[kind], seed=seed))
-        budget = DEFAULT_BUDGET_PAIRS[attention] if budget_pairs is None else budget_pairs
-        train = select_pairs([r for r in rows if r["split"] == "train"], budget, seed)
+        train = select_pairs([r for r in rows if r["split"] == "train"], recipe["budget_pairs"], seed)
         val = select_pairs([r for r in rows if r["split"] == "validation"], val_pairs, seed)
         if not train:
             raise RuntimeError(f"no {kind} training pairs from {len(problems)} problems")
         print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
-              f"problems ({time.perf_counter() - t0:.1f}s to make pairs)", file=sys.stderr, flush=True)
+              f"problems ({time.perf_counter() - t0:.1f}s to make pairs) into {dest}", file=sys.stderr, flush=True)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
                                      "n_train": len(train), "attention": attention,
                                      "loss": DEFAULT_LOSS[attention], **dict(train_overrides or {})})
@@ -163,6 +222,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
             metrics, final = train_local(train, val, run_dir, cfg)
+            (Path(final) / RECIPE_FILE).write_text(json.dumps({"key": recipe_key(recipe), "recipe": recipe},
+                                                              indent=2, default=str))
             install_checkpoint(Path(final), dest)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -1,0 +1,34 @@
+"""The test suite's budget: `python -m tests.budget DURATIONS START` prints the wall time since START (epoch
+seconds) against the budget and the ten slowest tests recorded in DURATIONS (JSON lines, tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+FRESH_BUDGET_S = 35 * 60  # a fresh machine: set-up, both quick PRMs' training, both suites (docs/development.md)
+WARM_BUDGET_S = 20 * 60  # the per-user cache warm: nothing to train or convert
+
+
+def report(durations: Path, start: float, now: float | None = None, top: int = 10) -> str:
+    """The budget lines: wall time, both budgets, and the `top` slowest tests."""
+    wall = (time.time() if now is None else now) - start
+    rows = [json.loads(line) for line in durations.read_text().splitlines() if line.strip()] \
+        if durations.exists() else []
+    lines = [f"make test: {wall / 60:.1f} min wall, {sum(r['seconds'] for r in rows) / 60:.1f} min in "
+             f"{len(rows)} tests (budget: {FRESH_BUDGET_S // 60} min on a fresh machine, {WARM_BUDGET_S // 60} "
+             f"min with the cache warm; docs/development.md)"]
+    if wall > FRESH_BUDGET_S:
+        lines.append(f"warning: over the fresh-machine budget by {(wall - FRESH_BUDGET_S) / 60:.1f} min")
+    lines.append(f"the {min(top, len(rows))} slowest tests:")
+    for r in sorted(rows, key=lambda r: -r["seconds"])[:top]:
+        lines.append(f"  {r['seconds']:8.1f} s  {r['test']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m tests.budget DURATIONS_JSONL START_EPOCH_SECONDS")
+    print(report(Path(sys.argv[1]), float(sys.argv[2])))
