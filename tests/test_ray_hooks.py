@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,21 @@ def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
     task, actor, driver = (int(x) for x in line.split()[1:])
     assert task == actor == 40  # logging.ERROR in the workers, detached actors included
     assert driver < 40  # the driver's own logging is untouched
+
+
+def test_a_submitted_jobs_env_vars_are_not_repeated_by_the_driver(monkeypatch):
+    """Ray refuses to merge a job's runtime env with a driver's that names the same variable: the driver leaves
+    out what the job sets (cluster/runtime_env.yaml sets PCR_RAY_DATA, PCR_RAY_CACHE, TOKENIZERS_PARALLELISM)."""
+    import json
+
+    import yaml
+
+    from pcr_ray.pipeline.ray_runtime import job_runtime_env, without_job_keys
+
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    assert job_runtime_env() == {}
+    env = {"TOKENIZERS_PARALLELISM": "false", "PCR_RAY_CACHE": "/x", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert without_job_keys(env) == env
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[1] / "cluster" / "runtime_env.yaml").read_text())
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": shipped}))
+    assert without_job_keys(env) == {"OMP_WAIT_POLICY": "PASSIVE"}

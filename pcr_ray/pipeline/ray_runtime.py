@@ -31,7 +31,7 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
     ns = rcfg.get("namespace") or None
     env_vars = {**WORKER_ENV, **{k: os.environ[k] for k in PASSED_ENV if k in os.environ}}
     env_vars.update({str(k): str(v) for k, v in (rcfg.get("env_vars") or {}).items()})
-    runtime_env: dict[str, Any] = {"env_vars": env_vars}
+    runtime_env: dict[str, Any] = {"env_vars": without_job_keys(env_vars)}
     log_to_driver = bool(rcfg.get("log_to_driver", True))
     if address:
         ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver)
@@ -43,6 +43,22 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
                  namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver, configure_logging=False)
         _started_here = True
     return ray.get_runtime_context().namespace
+
+
+def job_runtime_env() -> dict[str, Any]:
+    """The runtime env of the `ray job submit` (or KubeRay RayJob) that started this driver; {} outside a job."""
+    import json
+
+    raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")  # the job's config, set by Ray's job manager
+    return dict((json.loads(raw) or {}).get("runtime_env") or {}) if raw else {}
+
+
+def without_job_keys(env_vars: Mapping[str, str]) -> dict[str, str]:
+    """env_vars less the keys the job's own runtime env sets: Ray refuses to merge a job's and a driver's runtime
+    env that name the same variable (`Failed to merge the Job's runtime env`). The job's value already holds in
+    this driver and on every worker, so it wins."""
+    taken = set(job_runtime_env().get("env_vars") or {})
+    return {k: v for k, v in env_vars.items() if k not in taken}
 
 
 def started_here() -> bool:
