@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
+    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits, what would"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
     "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),

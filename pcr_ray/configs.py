@@ -69,6 +69,7 @@ class EvaluateRayConfig(RayConfig):
     num_gpus: Optional[float]
     namespace: Optional[str]
     env_vars: dict[str, Any]
+    wait_for_nodes_s: float
 
 
 @dataclass
@@ -131,6 +132,7 @@ class ActorConfig:
     max_task_retries: int
     max_concurrency: int
     torch_threads: Optional[int]
+    start_timeout_s: float
 
 
 @dataclass

@@ -105,6 +105,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     from pcr_ray.pipeline import actors as act
     from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, pending_items, run_pipeline
     from pcr_ray.pipeline.metrics import compute_metrics
+    from pcr_ray.pipeline.plan import check_cluster
     from pcr_ray.pipeline.report import write_report
     from pcr_ray.pipeline.results import merge, read_results
 
@@ -137,6 +138,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
             raise ValueError(f"methods use generator(s) {missing}, not configured in `generators` "
                              f"(have {sorted(gen_cfgs)})")
         acfg = _plain(cfg.actors)
+        check_cluster(_plain(cfg), wait_s=float(cfg.ray.wait_for_nodes_s))  # PlanError before any actor starts
         gens = {g: act.ensure_generator(gen_cfgs[g], acfg["generator"], namespace, faults) for g in used_gens}
         prm_cfgs: dict[str, Any] = {"default": _plain(cfg.prm)}
         prm_cfgs.update(_plain(cfg.get("prms")) or {})

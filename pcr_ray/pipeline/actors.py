@@ -144,7 +144,9 @@ def vllm_placement(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> dict[
     """Resources of a vLLM engine actor: tensor_parallel_size GPUs (a placement group above 1) or CPUs.
 
     Returns actor options (num_gpus, num_cpus) and `bundles`: None, or the placement group's bundles (one GPU
-    each; the actor and vLLM's Ray workers are scheduled into it). On CPU the actor holds num_cpus CPUs
+    each; the actor and vLLM's Ray workers are scheduled into it). A one-GPU engine takes actors.generator.num_gpus
+    of a GPU when that is a share below 1 (its generator.gpu_memory_utilization should leave the rest's memory),
+    else a whole one. On CPU the actor holds num_cpus CPUs
     (actors.generator.num_cpus, else the generator's num_cpus, else 1) and no GPU.
     """
     device = str(gen_cfg.get("device", "cuda"))
@@ -154,8 +156,12 @@ def vllm_placement(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> dict[
         if tp != 1:
             raise ValueError(f"vllm generator on cpu: tensor_parallel_size must be 1, got {tp}")
         return {"num_gpus": 0.0, "num_cpus": cpus, "bundles": None}
-    if tp == 1:
-        return {"num_gpus": 1.0, "num_cpus": cpus, "bundles": None}
+    if tp == 1:  # a whole GPU, or the share actors.generator.num_gpus names (0 < x < 1: a PRM beside it)
+        share = float(acfg.get("num_gpus") or 1.0)
+        if not 0 < share <= 1:
+            raise ValueError(f"actors.generator.num_gpus={share:g} for a one-GPU vLLM engine: a share of one GPU in "
+                             f"(0, 1]; more GPUs per engine is generator.tensor_parallel_size")
+        return {"num_gpus": share, "num_cpus": cpus, "bundles": None}
     return {"num_gpus": 0.0, "num_cpus": 0.0, "bundles": [{"GPU": 1.0, "CPU": cpus}] + [{"GPU": 1.0}] * (tp - 1)}
 
 
@@ -172,11 +178,18 @@ def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], 
     # an async actor: at least 64 calls in flight unless the config asks for more
     opts["max_concurrency"] = max(int(acfg["max_concurrency"]), 64)
     if place["bundles"]:
-        from ray.util.placement_group import placement_group
+        from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         pg = placement_group(place["bundles"], strategy="PACK", name=f"{name}-pg")
-        ray.get(pg.ready(), timeout=float(acfg.get("placement_timeout_s", 600)))
+        try:
+            ray.get(pg.ready(), timeout=float(acfg["start_timeout_s"]))
+        except ray.exceptions.GetTimeoutError:
+            remove_placement_group(pg)
+            raise ActorStartError(f"{name}: the placement group of {len(place['bundles'])} GPUs on one node "
+                                  f"(generator.tensor_parallel_size) was not ready within {acfg['start_timeout_s']} s; "
+                                  f"the cluster has {_resources(ray.cluster_resources())}: `pcr-ray plan` shows what "
+                                  f"fits") from None
         _PGS[name] = pg
         opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
             placement_group=pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)
@@ -295,11 +308,36 @@ def _actor_options(name: str, acfg: Mapping[str, Any], namespace: str | None) ->
     }
     if namespace:
         opts["namespace"] = namespace
-    if acfg.get("memory"):
-        opts["memory"] = float(acfg["memory"])
-    if acfg.get("resources"):
-        opts["resources"] = dict(acfg["resources"])
     return opts
+
+
+class ActorStartError(RuntimeError):
+    """A model actor did not start in time (its resources never came free, or its model failed to load)."""
+
+
+def wait_started(handles: Sequence[Any], names: Sequence[str], acfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """info() of each actor once it has started, waiting at most actors.<role>.start_timeout_s; an actor still
+    not up then is killed and an ActorStartError names it, what it asked and what the cluster has."""
+    refs = [h.info.remote() for h in handles]
+    timeout = float(acfg["start_timeout_s"])
+    _, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    if pending:
+        late = [n for n, r in zip(names, refs, strict=True) if r in pending]
+        for n, h in zip(names, handles, strict=True):
+            if n in late:
+                ray.kill(h, no_restart=True)
+                _LIVE.pop(n, None)
+        raise ActorStartError(
+            f"{', '.join(late)} did not start within {timeout:g} s (actors.*.start_timeout_s): each asked "
+            f"{float(acfg['num_cpus']):g} CPU and {float(acfg['num_gpus']):g} GPU; the cluster has "
+            f"{_resources(ray.cluster_resources())} in all, {_resources(ray.available_resources())} free now. "
+            f"Either its resources never came free (`pcr-ray plan` shows what fits) or its model is still "
+            f"loading (a large model from the hub: raise start_timeout_s); the actor's log says which")
+    return ray.get(refs)
+
+
+def _resources(r: Mapping[str, float]) -> str:
+    return ", ".join(f"{r.get(k, 0):g} {k}" for k in ("CPU", "GPU"))
 
 
 # Actors this driver process created, by name; a run kills the ones it does not use (a sweep over model
@@ -342,7 +380,7 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
         _LIVE[name] = h  # the creating handle keeps a non-detached actor alive: never replace it
         names.append(name)
         handles.append(h)
-    infos = ray.get([h.info.remote() for h in handles])
+    infos = wait_started(handles, names, acfg)
     return ActorRef("generator", tuple(names), namespace, uses_feedback=bool(infos[0]["uses_feedback"]),
                     info=infos[0])
 
@@ -361,7 +399,7 @@ def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping
         _LIVE[name] = h
         names.append(name)
         handles.append(h)
-    infos = ray.get([h.info.remote() for h in handles])
+    infos = wait_started(handles, names, acfg)
     return ActorRef("prm", tuple(names), namespace, checkpoint=str(checkpoint), info=infos[0])
 
 

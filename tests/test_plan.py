@@ -1,0 +1,155 @@
+"""The resource plan (`pcr-ray plan`): pools from configs, placement like Ray's, the shipped experiments against the
+shipped cluster configs, and a job that cannot fit failing at once with what does not fit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from pcr_ray.configs import to_plain
+from pcr_ray.evaluate import compose_config
+from pcr_ray.paths import conf_dir
+from pcr_ray.pipeline.plan import (
+    SHAPES,
+    Node,
+    PlanError,
+    Pool,
+    advice,
+    check_cluster,
+    format_plan,
+    launcher_nodes,
+    main,
+    place,
+    pools,
+    rayjob_nodes,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+EXPERIMENTS = sorted(p.stem for p in (conf_dir() / "experiment").glob("*.yaml"))
+
+
+def _cfg(*overrides: str) -> dict:
+    return to_plain(compose_config(list(overrides)))
+
+
+def test_pools_of_the_paper_table():
+    by_role = {p.role: p for p in pools(_cfg("experiment=paper_table"))}
+    gen, prm, workers = by_role["generator:default"], by_role["prm:default"], by_role["search_workers"]
+    assert (gen.replicas, gen.gpus, gen.cpus, gen.gpu_memory) == (2, 0.88, 2.0, 0.85)
+    assert (prm.replicas, prm.gpus) == (1, 0.12)
+    assert (workers.replicas, workers.cpus) == (32, 0.5)
+    # the enumerator runs inside the search workers: no generator pool; verifier_only alone needs no PRM
+    roles = {p.role for p in pools(_cfg("experiment=smoke", "methods=[verifier_only]"))}
+    assert roles == {"search_workers"}
+
+
+def test_placement_follows_rays_rules():
+    one = (Node("n", 8, 1),)
+    # two whole-GPU engines cannot share one GPU; two halves can
+    assert not place([Pool("e", 2, 1, 1.0)], one).fits
+    assert place([Pool("e", 2, 1, 0.5)], one).fits
+    # a tensor-parallel engine's GPUs are on one node
+    two = (Node("a", 8, 1), Node("b", 8, 1))
+    tp2 = place([Pool("e", 1, 1, 2.0, tp=2)], two)
+    assert not tp2.fits and "on one node" in tp2.unplaced[0][2]
+    assert place([Pool("e", 1, 1, 2.0, tp=2)], (Node("a", 8, 2),)).fits
+    # the memory shares of the actors on one device add up
+    over = place([Pool("e", 1, 1, 0.8, gpu_memory=0.9), Pool("p", 1, 1, 0.2, gpu_memory=0.2)], one)
+    assert over.memory_over and not over.fits
+    # CPUs: what the model actors leave is what the search workers get
+    short = place([Pool("e", 1, 6, 1.0), Pool("search_workers", 4, 1)], one)
+    assert len(short.unplaced) == 2 and any("pipeline.num_search_workers=2" in t
+                                            for t in advice([Pool("e", 1, 6, 1.0), Pool("search_workers", 4, 1)],
+                                                            one, short))
+
+
+def test_the_old_paper_table_asked_more_gpus_than_its_cluster_has_and_the_advice_fixes_it():
+    nodes = rayjob_nodes(REPO / "cluster" / "rayjob.yaml")
+    old = _cfg("experiment=paper_table", "actors.generator.num_gpus=1", "actors.prm.num_gpus=0.25")
+    pl = place(pools(old), nodes)
+    assert not pl.fits and pl.unplaced[0][0].role == "prm:default"
+    text = format_plan(pools(old), nodes, pl)
+    assert "DOES NOT FIT" in text and "prm:default" in text
+    tip = next(t for t in advice(pools(old), nodes, pl) if t.startswith("actors.generator.num_gpus="))
+    fixed = _cfg("experiment=paper_table", *tip.split(":")[0].split(), "actors.prm.num_gpus=0.25")
+    assert place(pools(fixed), nodes).fits, tip
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_shipped_experiment_fits_the_shipped_clusters(experiment):
+    """GPU experiments against cluster/rayjob.yaml and cluster/cluster.yaml (at their minimum size: the job must
+    start without waiting for an autoscaler); CPU experiments against a 2-core laptop."""
+    cfg = _cfg(f"experiment={experiment}")
+    pool_list = pools(cfg)
+    if any(p.gpus for p in pool_list):
+        for nodes in (rayjob_nodes(REPO / "cluster" / "rayjob.yaml"),
+                      launcher_nodes(REPO / "cluster" / "cluster.yaml", workers="min")):
+            pl = place(pool_list, nodes)
+            assert pl.fits, format_plan(pool_list, nodes, pl)
+    else:
+        laptop = (Node("laptop", 2, 0),)
+        pl = place(pool_list, laptop)
+        assert pl.fits, format_plan(pool_list, laptop, pl)
+
+
+def test_shipped_cluster_configs_read_as_shapes():
+    job = rayjob_nodes(REPO / "cluster" / "rayjob.yaml")
+    assert [(n.cpus, n.gpus) for n in job] == [(16, 0), (8, 1), (8, 1)]
+    assert [(n.cpus, n.gpus) for n in job] == [(n.cpus, n.gpus) for n in SHAPES["two_nodes_one_gpu"]]
+    launcher = launcher_nodes(REPO / "cluster" / "cluster.yaml", workers="min")
+    assert launcher[0].gpus == 0 and sum(n.gpus for n in launcher) >= 2
+
+
+def test_plan_command_prints_every_shape_and_exits_by_fit(capsys):
+    assert main(["experiment=paper_table", "--shape", "two_nodes_one_gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "== two_nodes_one_gpu" in out and "fits" in out and "gpu-worker-1 GPU 0" in out
+    assert main(["experiment=paper_table", "--shape=one_gpu"]) == 1
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT" in out and "actors.generator.replicas=1" in out
+    assert main(["experiment=paper_table"]) == 1  # one_gpu does not fit
+    out = capsys.readouterr().out
+    assert all(f"== {s}" in out for s in SHAPES)
+    assert main(["--shape", "nine_gpus"]) == 2
+    assert main(["--help"]) == 0
+
+
+@pytest.mark.ray
+def test_a_job_that_cannot_fit_the_cluster_fails_at_once_naming_what(ray_session):
+    """The session's Ray has 2 CPUs and no GPU: an evaluation whose generator actor asks a GPU fails before any
+    actor starts, within the wait it was given, and says which pool, what it asked and what the cluster has."""
+    cfg = _cfg("experiment=smoke", "generator=llamacpp", "actors.generator.num_gpus=1", "methods=[nsprm]")
+    t0 = time.monotonic()
+    with pytest.raises(PlanError) as err:
+        check_cluster(cfg, wait_s=1.0, poll_s=0.5)
+    assert time.monotonic() - t0 < 30
+    msg = str(err.value)
+    assert "generator:default" in msg and "1 GPU" in msg and "0 GPU" in msg and "DOES NOT FIT" in msg
+    assert check_cluster(_cfg("experiment=smoke", "pipeline.num_search_workers=2"), wait_s=0).fits
+
+
+@pytest.mark.ray
+def test_an_actor_that_never_starts_is_an_error_naming_it(ray_session):
+    """An actor whose resources never come free: ActorStartError after start_timeout_s, the actor killed."""
+    import ray
+
+    from pcr_ray.pipeline.actors import ActorStartError, wait_started
+
+    @ray.remote(num_gpus=1)
+    class Needy:
+        def info(self):
+            return {}
+
+    h = Needy.remote()
+    acfg = {"start_timeout_s": 2, "num_cpus": 0, "num_gpus": 1}
+    with pytest.raises(ActorStartError, match=r"pcr-test-needy did not start within 2 s.*1 GPU.*0 GPU"):
+        wait_started([h], ["pcr-test-needy"], acfg)
+
+
+def test_the_actor_start_timeouts_are_in_the_schema():
+    raw = OmegaConf.load(conf_dir() / "evaluate.yaml")
+    assert raw.actors.generator.start_timeout_s > 0 and raw.actors.prm.start_timeout_s > 0
+    assert raw.ray.wait_for_nodes_s > 0
