@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     yield ray
     ray.shutdown()
@@ -82,11 +83,15 @@ def stop_actors(actors: list[dict]) -> None:
 @pytest.fixture(autouse=True, scope="module")
 def no_actor_outlives_its_module(request):
     """Fails the module whose tests leave a pcr_ray actor or a Ray Train controller alive (and stops them, so the
-    next module starts clean). Module scope: a module may share an actor between its tests (the vLLM engine)."""
+    next module starts clean). Module scope: a module may share an actor between its tests (the vLLM engine). The
+    model actors an in-process `evaluate` keeps for a next run (pcr_ray.pipeline.actors) are released first, as a
+    driver's end releases them: what is left after that escaped the driver's bookkeeping."""
     import time
 
     before = {a["id"] for a in alive_actors()}
     yield
+    if "pcr_ray.pipeline.actors" in sys.modules:  # the model actors an in-process evaluate keeps for its next run
+        sys.modules["pcr_ray.pipeline.actors"].release_all()
     deadline = time.monotonic() + 10  # a released actor takes a moment to die
     while (left := leaked(alive_actors(), before)) and time.monotonic() < deadline:
         time.sleep(0.5)

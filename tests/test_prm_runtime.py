@@ -143,3 +143,18 @@ def test_runtime_settings_are_checked(checkpoint):
         check("evaluate", body)
     sc = build_scorer(compose("evaluate").prm, checkpoint)
     assert sc.identity["runtime"] == "onnx" and sc.cache.size == 50000
+
+
+@pytest.mark.slow
+def test_onnx_int8_is_kept_only_where_it_is_measured_faster(checkpoint):
+    """A pair PRM on ONNX Runtime: int8 (one pair per pass) against fp32 (batched), timed on the exported graphs;
+    the scorer returned runs the faster, and its identity says which, with both rates."""
+    from pcr_ray.prm import kernels
+
+    kernels._CHOSEN.clear()
+    sc = PRMScorer.from_checkpoint(checkpoint, max_length=160, runtime="onnx", int8=True)
+    k = sc.identity["kernel"]
+    assert set(k["rates"]) == {"onnx_int8", "fp32"}
+    int8 = k["rates"]["onnx_int8"] >= kernels.MIN_SPEEDUP * k["rates"]["fp32"]
+    assert (k["kernel"] == "onnx_int8") == int8 == sc.identity["int8"] == (sc.pass_size == 1)
+    assert sc.model.file.name == FILES["int8" if int8 else "fp32"]

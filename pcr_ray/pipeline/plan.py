@@ -343,9 +343,9 @@ def main(argv: list[str]) -> int:
         print(f"pcr-ray plan: {exc}", file=sys.stderr)
         return 2
     if address:
-        import ray
+        from pcr_ray.pipeline.ray_runtime import init_ray
 
-        ray.init(address=address, log_to_driver=False)
+        init_ray({"address": address, "log_to_driver": False})
         shapes = {f"the cluster at {address}": cluster_nodes()}
     else:
         shapes = {shape: SHAPES[shape]} if shape else dict(SHAPES)

@@ -39,7 +39,9 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
         from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
 
         runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
-        ray.init(num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"), include_dashboard=False,
+        # address="local": a new Ray of this process's own, never a `ray start` cluster that happens to run here
+        ray.init(address="local", num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"),
+                 include_dashboard=False,
                  namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver, configure_logging=False)
         _started_here = True
     return ray.get_runtime_context().namespace

@@ -32,7 +32,9 @@ from pcr_ray.prm.checkpoints import install_checkpoint
 
 CONFIG_NAME = "train_prm"
 # torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads
-WORKER_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+# the training workers' environment; the hub settings (HF_HUB_OFFLINE, ...) are the driver's, passed through by
+# pcr_ray.pipeline.ray_runtime, so a hub name (microsoft/deberta-v3-base) downloads on a node that has not cached it
+WORKER_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
 TRAIN_COLUMNS = ["problem_id", "kind", "t", "context", "pos_step", "neg_step"]
 
 

@@ -8,9 +8,9 @@ small budget (about 9 minutes on 2 cores for the shared-context PRM's listwise r
 
 The cache is per user ($XDG_CACHE_HOME/pcr_ray, shared by every checkout and by the tests), so a checkpoint is
 trained once per machine. Each one is keyed (recipe.json) by everything that determines it: the recipe's
-settings, the content of the data files it reads and the source of the code that makes its pairs and trains it;
-a different key trains anew. A recipe other than the default (a test-size one, say) lives beside the default in
-a folder named with its key. A file lock keeps concurrent callers from training twice.
+settings, the content of the data files it reads and the source of the code that makes its pairs and trains it
+(CODE_FILES); a different key trains anew. A recipe other than the default (a test-size one, say) lives beside
+the default in a folder named with its key. A file lock keeps concurrent callers from training twice.
 """
 
 from __future__ import annotations
@@ -42,18 +42,20 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
 DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
-# the package folders whose source determines a quick checkpoint: gold traces, negatives, rendering, training
-CODE_DIRS = ("core", "data", "negatives", "prm")
+# the source that determines a quick checkpoint: the gold traces and their verifier (core/, data/), the negatives,
+# and the PRM's rendering, model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
+CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py", "prm/render.py",
+              "prm/shared.py", "prm/train_loop.py")
 _DIGESTS: dict[str, str] = {}
 
 
 def code_digest() -> str:
-    """A digest of the Python source under CODE_DIRS (once per process)."""
+    """A digest of the Python source of CODE_FILES (once per process)."""
     if "code" not in _DIGESTS:
         root = Path(__file__).resolve().parents[1]
         h = hashlib.sha256()
-        for d in CODE_DIRS:
-            for f in sorted((root / d).rglob("*.py")):
+        for pattern in CODE_FILES:
+            for f in sorted(root.glob(pattern)):
                 h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
         _DIGESTS["code"] = h.hexdigest()
     return _DIGESTS["code"]

@@ -1,31 +1,37 @@
-"""Which kernel scores a PRM fastest on this CPU: int8 or fp32, chosen by a short measurement at load.
+"""Which kernel scores a PRM fastest on this CPU, int8 or fp32: chosen by timing both on the loaded model.
 
-int8 scoring is only worth its small error where the CPU runs int8 products fast. `torch._int_mm` (the per-token
-int8 of a shared-context PRM, pcr_ray.prm.int8_rows) is several times faster than fp32 on a CPU with AVX-512 VNNI
-or AMX, and tens of times slower on one with AVX2 alone; ONNX Runtime's int8 (a pair PRM's) has AVX2 kernels but
-scores one pair per pass. So `prm.int8=true` means "int8 where it is faster here": the loader times both kernels
-on the model's own shapes (a fraction of a second) and keeps the faster; the choice and both rates go into the
-scorer's identity (metrics.json, `pcr-ray solve --verbose`). Either kernel keeps a score a function of its pair.
+int8 is only worth its small error where the CPU runs it faster, and CPUs differ by more than an order of
+magnitude there: `torch._int_mm` (the per-token int8 of pcr_ray.prm.int8_rows) runs on VNNI/AMX instructions
+where a CPU has them and on a slow fallback where it has AVX2 alone; ONNX Runtime's int8 has AVX2 kernels but
+scores one pair per pass; and how much a model gains also depends on what lies between its int8 products. So
+`prm.int8=true` means "int8 where it is faster here": the loader scores one typical request (a context and 16
+candidates) through both scorers, in turn, and keeps the faster (int8 from MIN_SPEEDUP x fp32's rate). The choice
+and both rates go into the scorer's identity (metrics.json, Serve's /v1/info, `pcr-ray solve --verbose`). Either
+kernel keeps a score a function of its pair alone.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
-
-import torch
 
 INT8_ROWS, ONNX_INT8, FP32 = "int8_rows", "onnx_int8", "fp32"
 # int8 is kept only when this much faster than fp32: below that its (small) error buys nothing
 MIN_SPEEDUP = 1.1
-_MEASURED: dict[tuple[Any, ...], KernelChoice] = {}
+# a warm-up call this many times slower than the other kernel's decides without more calls (int8 on AVX2 alone)
+GIVE_UP = 8.0
+_CHOSEN: dict[Hashable, KernelChoice] = {}
+
+PROBE_CONTEXT = ("Problem: A 2 kg block slides from rest down a frictionless ramp from a height of 5 m. What is its "
+                 "speed at the bottom? | givens: m = 2 kg; h = 5 m; v0 = 0 m/s | steps: g = const(name=g) = "
+                 "9.80665 [m/s^2]; E = potential_energy(m=m, g=g, h=h) = 98.0665 [J]")
 
 
 @dataclass(frozen=True)
 class KernelChoice:
-    """The kernel a scorer uses, the rates measured for each candidate (units of work per second) and why."""
+    """The kernel a scorer uses, the rates measured for each candidate kernel, their unit, and why."""
 
     kernel: str
     rates: dict[str, float] = field(default_factory=dict)
@@ -33,20 +39,32 @@ class KernelChoice:
     reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "rates": {k: round(v, 2) for k, v in self.rates.items()}, "unit": self.unit,
+        return {"kernel": self.kernel, "rates": {k: round(v, 1) for k, v in self.rates.items()}, "unit": self.unit,
                 "reason": self.reason}
 
 
-def rates(fns: dict[str, Callable[[], object]], work: float, *, rounds: int = 10, seconds: float = 0.5
+def probe_pairs(n: int = 16) -> list[tuple[str, str]]:
+    """A typical PRM request: one context and n candidate steps of a few dozen tokens each."""
+    return [(PROBE_CONTEXT, f"v{i} = kin_final_speed(v0=v0, a=g, d=h) = {9.9 + i / 10:.2f} [m/s]") for i in range(n)]
+
+
+def rates(fns: dict[str, Callable[[], object]], work: float, *, rounds: int = 5, seconds: float = 2.0
           ) -> dict[str, float]:
-    """`work` units per second of each fn, from its fastest call: one warm-up each, then the fns called in turn
-    (so that a busy moment of the machine falls on both) for `rounds` rounds or until `seconds` pass."""
-    best = {name: float("inf") for name in fns}
-    for fn in fns.values():
+    """`work` units per second of each fn, from its fastest call. One warm-up call each; then the fns are called
+    in turn (so that a busy moment of the machine falls on all of them) for `rounds` rounds or `seconds`. A fn whose
+    warm-up took GIVE_UP x the fastest warm-up is rated by it alone (it is not called again)."""
+    warm: dict[str, float] = {}
+    for name, fn in fns.items():
+        t0 = time.perf_counter()
         fn()
+        warm[name] = time.perf_counter() - t0
+    best = dict(warm)
+    slow = {n for n, t in warm.items() if t > GIVE_UP * min(warm.values())}
     t_end = time.perf_counter() + seconds
     for i in range(rounds):
         for name, fn in fns.items():
+            if name in slow:
+                continue
             t0 = time.perf_counter()
             fn()
             best[name] = min(best[name], time.perf_counter() - t0)
@@ -57,53 +75,26 @@ def rates(fns: dict[str, Callable[[], object]], work: float, *, rounds: int = 10
 
 def pick(int8_kernel: str, measured: dict[str, float], unit: str) -> KernelChoice:
     """int8_kernel when its rate is at least MIN_SPEEDUP x fp32's, else fp32; the reason states the ratio."""
+    import torch
+
     ratio = measured[int8_kernel] / max(measured[FP32], 1e-12)
     kernel = int8_kernel if ratio >= MIN_SPEEDUP else FP32
     return KernelChoice(kernel, dict(measured), unit,
-                        f"{int8_kernel} runs {ratio:.2f}x fp32's rate on this CPU "
+                        f"{int8_kernel} scores at {ratio:.2f}x fp32's rate on this CPU "
                         f"({torch.backends.cpu.get_cpu_capability()}); int8 is kept from {MIN_SPEEDUP}x")
 
 
-def choose_row_int8(in_features: int, out_features: int, *, rows: int = 256) -> KernelChoice:
-    """Per-token int8 (RowInt8Linear, torch._int_mm) against fp32 on one linear layer of this shape, in rows/s.
-
-    Measured once per process and shape (a fraction of a second; a second or so where int8 is slow).
-    """
-    from pcr_ray.prm.int8_rows import RowInt8Linear
-
-    key = ("rows", in_features, out_features, rows, torch.get_num_threads())
-    if key not in _MEASURED:
-        gen = torch.Generator().manual_seed(0)
-        linear = torch.nn.Linear(in_features, out_features)
-        with torch.no_grad():
-            linear.weight.copy_(torch.randn(out_features, in_features, generator=gen) * 0.05)
-        x = torch.randn(rows, in_features, generator=gen)
-        q = RowInt8Linear(linear)
-        with torch.inference_mode():
-            measured = rates({INT8_ROWS: lambda: q(x), FP32: lambda: linear(x)}, rows)
-        _MEASURED[key] = pick(INT8_ROWS, measured, "rows/s")
-    return _MEASURED[key]
-
-
-def largest_linear(module: torch.nn.Module) -> tuple[int, int]:
-    """(in_features, out_features) of the module's largest nn.Linear (the feed-forward layer of a BERT block)."""
-    shapes = [(m.in_features, m.out_features) for m in module.modules() if isinstance(m, torch.nn.Linear)]
-    if not shapes:
-        raise ValueError("the model has no nn.Linear layer to measure an int8 kernel on")
-    return max(shapes, key=lambda s: s[0] * s[1])
-
-
-def choose_onnx_int8(int8_logits: Callable[[Any], object], fp32_logits: Callable[[Any], object],
-                     encode: Callable[[int], Any], *, pass_size: int, key: Any) -> KernelChoice:
-    """ONNX Runtime int8 (one pair per pass) against fp32 (pass_size pairs per pass), in pairs/s, once per `key`."""
-    if key not in _MEASURED:
-        one, many = encode(1), encode(pass_size)
-        int8_rate = rates({ONNX_INT8: lambda: int8_logits(one)}, 1)
-        _MEASURED[key] = pick(ONNX_INT8, {**int8_rate, **rates({FP32: lambda: fp32_logits(many)}, pass_size)},
-                              "pairs/s")
-    return _MEASURED[key]
+def choose(int8_kernel: str, int8_score: Callable[[list[tuple[str, str]]], object],
+           fp32_score: Callable[[list[tuple[str, str]]], object], key: Hashable) -> KernelChoice:
+    """int8_kernel or fp32, by scoring probe_pairs() through each (once per process and `key`: the checkpoint,
+    engine, threads and batch size)."""
+    if key not in _CHOSEN:
+        pairs = probe_pairs()
+        measured = rates({int8_kernel: lambda: int8_score(pairs), FP32: lambda: fp32_score(pairs)}, len(pairs))
+        _CHOSEN[key] = pick(int8_kernel, measured, "pairs/s")
+    return _CHOSEN[key]
 
 
 def forced(kernel: str, reason: str) -> KernelChoice:
-    """A choice made by the caller, not measured (prm.int8=false, a GPU, bf16, or a test pinning a kernel)."""
+    """A choice made by the caller, not measured (prm.int8=false, a GPU, bf16, or int8 pinned)."""
     return KernelChoice(kernel, {}, "", reason)

@@ -24,8 +24,7 @@ from pcr_ray.prm.base import CHECKPOINT_FORMAT, ENCODER_DIR, HEAD_FILE, META_FIL
 from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, check_attention
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # hub access is the caller's: HF_HUB_OFFLINE is never set here
 
 MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "local-minilm")
 POOLINGS = ("mean", "cls")

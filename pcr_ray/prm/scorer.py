@@ -6,6 +6,7 @@ The one scoring class: the evaluation pipeline's PRM actors and the Serve app bo
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import warnings
@@ -16,6 +17,7 @@ from typing import Any
 import torch
 
 from pcr_ray.prm import kernels
+from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.build import check_runtime
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
@@ -108,39 +110,47 @@ class PRMScorer:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
                           f"v{RENDER_VERSION} (computed quantities named canonically): its scores will be off; "
                           f"retrain it (pcr-ray make-pairs, then pcr-ray train-prm)", stacklevel=2)
-        if runtime == "onnx":
-            from pcr_ray.prm.onnx_runtime import load_onnx
-
-            del model
-            model, choice = load_onnx(path, int8=False, threads=threads), kernels.forced(kernels.FP32, "int8=false")
-            if int8:
-                int8_model = load_onnx(path, int8=True, threads=threads)
-                choice = (kernels.choose_onnx_int8(int8_model.logits, model.logits,
-                                                   lambda n: _probe_pairs(tok, n, max_length), pass_size=max_batch,
-                                                   key=(str(int8_model.file), int8_model.threads, max_batch))
-                          if measure_kernel else kernels.forced(kernels.ONNX_INT8, "pinned by the caller"))
-                int8 = choice.kernel == kernels.ONNX_INT8
-                model = int8_model if int8 else model
-        else:
-            choice = kernels.forced("bf16" if bf16 else kernels.FP32, f"int8=false on {device}")
-            if int8:  # a shared_context PRM (check_runtime refuses torch int8 for a pair PRM)
-                choice = (kernels.choose_row_int8(*kernels.largest_linear(model.encoder))
-                          if measure_kernel and torch.device(device).type == "cpu"
-                          else kernels.forced(kernels.INT8_ROWS, "pinned by the caller"))
-                int8 = choice.kernel == kernels.INT8_ROWS
-            if int8:
-                quantize_rows(model.encoder)  # one scale per token: a score stays a function of its pair
-            model.to(device)
         identity = {"checkpoint": str(Path(path).resolve()), "backbone": meta.backbone, "kind": meta.kind,
-                    "render": meta.render, "runtime": runtime, "kernel": choice.to_dict(),
-                    "pooling": meta.pooling, "int8": bool(int8),
+                    "render": meta.render, "runtime": runtime,
+                    "pooling": meta.pooling, "int8": False,
                     "bf16": bool(bf16), "device": device, "max_length": max_length, "attention": meta.attention,
                     **({"candidate_length": meta.candidate_length, "pack_size": int(pack_size)}
                        if meta.attention == "shared_context" else {}),
                     "train": {k: meta.train[k] for k in ("val_pairwise_acc", "epochs", "train_pairs")
                               if k in meta.train}}
-        return cls(model, tok, device=device, max_batch=max_batch, max_length=max_length, identity=identity,
-                   int8=int8, bf16=bf16, cache_size=cache_size, pack_size=pack_size, context_cache=context_cache)
+        kw = {"device": device, "max_batch": max_batch, "max_length": max_length, "bf16": bf16,
+              "cache_size": cache_size, "pack_size": pack_size, "context_cache": context_cache}
+
+        def build(m: Any, quantized: bool, choice: kernels.KernelChoice) -> PRMScorer:
+            return cls(m, tok, identity={**identity, "int8": quantized, "kernel": choice.to_dict()}, int8=quantized,
+                       **kw)
+
+        int8_kernel = kernels.ONNX_INT8 if runtime == "onnx" else kernels.INT8_ROWS
+        if runtime == "onnx":
+            from pcr_ray.prm.onnx_runtime import load_onnx
+
+            del model
+            fp32_model = load_onnx(path, int8=False, threads=threads) if not (int8 and not measure_kernel) else None
+            int8_model = load_onnx(path, int8=True, threads=threads) if int8 else None
+        else:
+            fp32_model = model.to(device) if not (int8 and not measure_kernel) else None
+            int8_model = None
+            if int8:  # a shared_context PRM (check_runtime refuses torch int8 for a pair PRM)
+                int8_model = copy.deepcopy(model) if fp32_model is not None else model
+                quantize_rows(int8_model.encoder)  # one scale per token: a score stays a function of its pair
+                int8_model.to(device)
+        if int8_model is None:
+            return build(fp32_model, False, kernels.forced("bf16" if bf16 else kernels.FP32, f"int8=false on {device}"))
+        if fp32_model is None:
+            return build(int8_model, True, kernels.forced(int8_kernel, "int8 pinned by the caller"))
+        scorers = {True: build(int8_model, True, kernels.forced(int8_kernel, "")),
+                   False: build(fp32_model, False, kernels.forced(kernels.FP32, ""))}
+        key = (identity["checkpoint"], (Path(path) / META_FILE).stat().st_mtime_ns, runtime, threads,
+               torch.get_num_threads(), max_batch, max_length)
+        choice = kernels.choose(int8_kernel, scorers[True]._forward_all, scorers[False]._forward_all, key)
+        chosen = scorers[choice.kernel == int8_kernel]
+        chosen.identity["kernel"] = choice.to_dict()
+        return chosen
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Raw head outputs (before the sigmoid), in input order; cached pairs are not scored again."""
@@ -206,12 +216,6 @@ class PRMScorer:
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
         return [sigmoid(v) for v in self.logits(pairs)]
-
-
-def _probe_pairs(tokenizer: Any, n: int, max_length: int) -> Any:
-    """n padded (context, step) pairs of a typical length, the input of a kernel measurement."""
-    ctx = "A body starts at 3 m/s and accelerates at 2 m/s^2 for 4 s. Givens: v0 = 3 m/s, a = 2 m/s^2, t = 4 s."
-    return encode_pairs(tokenizer, [ctx] * n, ["kin_displacement(v0, a, t) -> d [m]"] * n, max_length)
 
 
 def _row_quantized(model: torch.nn.Module) -> bool:
