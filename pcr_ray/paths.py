@@ -6,6 +6,9 @@ Each has an environment variable that overrides it; an empty variable counts as 
   says what goes there.
 - cache (problem parquets, pairs, PRM checkpoints, model folders): $PCR_RAY_CACHE, else
   `$XDG_CACHE_HOME/pcr_ray` (`~/.cache/pcr_ray`).
+
+Checkpoints and training storage may also be URIs (`s3://`, `gs://`, ...: anything pyarrow.fs reads):
+`local_path` copies one into the cache once, `put_folder` writes a folder to one.
 """
 
 from __future__ import annotations
@@ -71,3 +74,46 @@ def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def is_uri(location: str | os.PathLike[str]) -> bool:
+    """Whether `location` is a URI (`s3://`, `gs://`, `hdfs://`, `file://`, ...) rather than a plain path."""
+    return "://" in str(location)
+
+
+def local_path(location: str | os.PathLike[str]) -> Path:
+    """A local folder holding `location`: the path itself, or a URI's content copied once into
+    cache_dir()/remote/<digest of the URI> (pyarrow.fs: s3://, gs://, hdfs://, file://, whatever it reads)."""
+    import hashlib
+
+    text = str(location)
+    if not is_uri(text):
+        return Path(text).expanduser()
+
+    def fetch(tmp: Path) -> None:
+        import pyarrow.fs as pafs
+
+        src, root = pafs.FileSystem.from_uri(text)
+        pafs.copy_files(root, str(tmp), source_filesystem=src, destination_filesystem=pafs.LocalFileSystem())
+
+    folder = cache_dir() / "remote" / hashlib.sha256(text.encode()).hexdigest()[:20]
+    return build_once(folder, lambda f: f.is_dir() and any(f.iterdir()), fetch)
+
+
+def put_folder(src: Path, dest: str | os.PathLike[str]) -> str:
+    """Copy the local folder `src` to `dest`, a local path or a URI (pyarrow.fs); returns `dest` as given."""
+    import shutil
+
+    text = str(dest)
+    if not is_uri(text):
+        target = local_path(text)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(src, target)
+        return str(target)
+    import pyarrow.fs as pafs
+
+    fs, root = pafs.FileSystem.from_uri(text)
+    fs.create_dir(root, recursive=True)
+    pafs.copy_files(str(src), root, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    return text

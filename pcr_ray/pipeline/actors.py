@@ -20,6 +20,8 @@ from typing import Any
 
 import ray
 
+from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
+
 # Environment variable of the fault-injection hook: a JSON object {"<site>": "<marker path>"}; the first call
 # at that site in any process creates the marker and exits the process (os._exit) - used by the tests.
 FAULT_ENV = "PCR_RAY_FAULT_INJECT"
@@ -198,14 +200,16 @@ def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], 
 
 @ray.remote
 class PRMActor:
-    """Hosts one PRM scorer (a checkpoint folder) and serves batched score() calls."""
+    """Hosts one PRM scorer (a checkpoint folder, shipped from the driver when this node lacks it) and serves
+    batched score() calls."""
 
-    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, faults: Mapping[str, str] | None = None,
-                 torch_threads: int | None = None) -> None:
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: ShippedFolder | str,
+                 faults: Mapping[str, str] | None = None, torch_threads: int | None = None) -> None:
         if torch_threads:
             _set_threads(torch_threads)
         self._faults = dict(faults or {})
-        self.scorer = load_scorer(prm_cfg, checkpoint)
+        self.checkpoint = str(receive(checkpoint))
+        self.scorer = load_scorer(prm_cfg, self.checkpoint)
         self.calls = 0
         self.pairs = 0
         self.seconds = 0.0
@@ -228,6 +232,7 @@ class PRMActor:
     def info(self) -> dict[str, Any]:
         cache = getattr(self.scorer, "cache", None)
         return {"identity": dict(getattr(self.scorer, "identity", {}) or {}), "pid": os.getpid(),
+                "node": ray.get_runtime_context().get_node_id(), "checkpoint_here": self.checkpoint,
                 "calls": self.calls, "pairs": self.pairs, "seconds": self.seconds,
                 "cache": cache.stats() if cache is not None else None}
 
@@ -395,7 +400,7 @@ def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping
     for i in range(max(1, int(acfg["replicas"]))):
         name = f"pcr-prm-{digest}-{i}"
         h = _LIVE.get(name) or PRMActor.options(**_actor_options(name, acfg, namespace)).remote(
-            prm_cfg, str(checkpoint), faults, acfg.get("torch_threads"))
+            prm_cfg, ship(checkpoint), faults, acfg.get("torch_threads"))
         _LIVE[name] = h
         names.append(name)
         handles.append(h)

@@ -26,6 +26,7 @@ from pcr_ray.negatives.search_pairs import SEARCH_KINDS
 from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
@@ -123,7 +124,7 @@ def check_cluster_gpus(placement: ScorerPlacement, actors: int, rcfg: Mapping[st
 class ScoreBatch:
     """map_batches UDF (an actor): loads the PRMScorer once, scores a pandas batch of (context, step)."""
 
-    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, device: str = "cpu",
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: ShippedFolder | str, device: str = "cpu",
                  torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
@@ -131,7 +132,8 @@ class ScoreBatch:
             torch.set_num_threads(torch_threads)
         from pcr_ray.prm.build import build_scorer
 
-        self.scorer = build_scorer(prm_cfg, checkpoint, device=device)  # at the checkpoint's trained length
+        # the driver's checkpoint, unpacked here when this node lacks it; at the checkpoint's trained length
+        self.scorer = build_scorer(prm_cfg, receive(checkpoint), device=device)
 
     def __call__(self, batch: Any) -> Any:
         batch = batch.copy()
@@ -204,7 +206,8 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         import ray
 
         scored = ray.data.from_pandas(texts).map_batches(
-            ScoreBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg["cpus_per_actor"])},
+            ScoreBatch, fn_constructor_kwargs={**kw, "checkpoint": ship(ckpt),
+                                              "torch_threads": int(cfg["cpus_per_actor"])},
             batch_format="pandas", batch_size=int(cfg["batch_size"]),
             compute=ray.data.ActorPoolStrategy(size=int(cfg["actors"])),
             num_cpus=float(cfg["cpus_per_actor"]), num_gpus=placement.gpus_per_actor,

@@ -25,6 +25,7 @@ from pcr_ray.negatives.pairs import SPLITS, split_of
 from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main, problem_rows
 from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 
 CONFIG_NAME = "mine_pairs"
 
@@ -44,15 +45,16 @@ def _mine_config(cfg: Mapping[str, Any]) -> MineConfig:
 class MineBatch:
     """map_batches UDF (an actor): loads the PRM once, mines a pandas batch of Problem rows."""
 
-    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: str, mine_cfg: MineConfig, device: str = "cpu",
-                 torch_threads: int = 0) -> None:
+    def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: ShippedFolder | str, mine_cfg: MineConfig,
+                 device: str = "cpu", torch_threads: int = 0) -> None:
         if torch_threads > 0:
             import torch
 
             torch.set_num_threads(torch_threads)
         from pcr_ray.prm.build import build_scorer
 
-        self.scorer = build_scorer(prm_cfg, checkpoint, device=device)  # at the checkpoint's trained length
+        # the driver's checkpoint, unpacked here when this node lacks it; at the checkpoint's trained length
+        self.scorer = build_scorer(prm_cfg, receive(checkpoint), device=device)
         self.cfg = mine_cfg
 
     def __call__(self, batch: Any) -> Any:
@@ -110,7 +112,8 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         import ray
 
         df = ray.data.from_items(problems).map_batches(
-            MineBatch, fn_constructor_kwargs={**kw, "torch_threads": int(cfg["cpus_per_actor"])},
+            MineBatch, fn_constructor_kwargs={**kw, "checkpoint": ship(ckpt),
+                                              "torch_threads": int(cfg["cpus_per_actor"])},
             batch_format="pandas", batch_size=int(cfg["batch_size"]),
             compute=ray.data.ActorPoolStrategy(size=int(cfg["actors"])),
             num_cpus=float(cfg["cpus_per_actor"]), num_gpus=placement.gpus_per_actor,

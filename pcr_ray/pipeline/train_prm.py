@@ -24,7 +24,7 @@ from typing import Any
 
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
-from pcr_ray.paths import cache_dir
+from pcr_ray.paths import cache_dir, is_uri, put_folder
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE
@@ -220,8 +220,11 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"prm.kind must be one of {sorted(KIND_GROUPS)}, got {kind!r}")
     kinds = tuple(cfg["kinds"] or default_kinds(kind))
     pairs_dir = Path(str(cfg["pairs_dir"] or default_pairs_dir())).expanduser()
-    output = Path(str(cfg["output"] or (cache_dir() / "prm" / kind))).expanduser().resolve()
-    storage = Path(str(cfg["storage_path"] or (cache_dir() / "ray_train"))).expanduser().resolve()
+    # a local path, or a URI every node reaches (s3://, gs://, an NFS path): Ray Train writes its checkpoints there
+    output = str(cfg["output"] or (cache_dir() / "prm" / kind))
+    output = output if is_uri(output) else str(Path(output).expanduser().resolve())
+    storage = str(cfg["storage_path"] or (cache_dir() / "ray_train"))
+    storage = storage if is_uri(storage) else str(Path(storage).expanduser().resolve())
     run_name = str(cfg["run_name"] or f"prm-{kind}")
     scaling = dict(cfg["scaling"] or {})
     tcfg = dict(cfg["train"] or {})
@@ -230,8 +233,8 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         if not (pairs_dir / split).exists():
             raise FileNotFoundError(f"no pairs at {pairs_dir / split}; run `pcr-ray make-pairs` first "
                                     f"(or set pairs_dir=...)")
-    if not cfg["resume"]:
-        shutil.rmtree(storage / run_name, ignore_errors=True)
+    if not cfg["resume"] and not is_uri(storage):
+        shutil.rmtree(Path(storage) / run_name, ignore_errors=True)
 
     init_ray(cfg["ray"])
     weights = dict(cfg["kind_weights"] or {})
@@ -281,8 +284,11 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         src = Path(d) / "prm"
         if not (src / META_FILE).exists():
             raise RuntimeError(f"the last Ray Train checkpoint {d} holds no PRM")
-        install_checkpoint(src, output)
-    meta = json.loads((output / META_FILE).read_text())
+        meta = json.loads((src / META_FILE).read_text())
+        if is_uri(output):
+            put_folder(src, output)
+        else:
+            install_checkpoint(src, Path(output))
     history = meta.get("train", {}).get("history", [])
     for h in history:
         print(f"[train-prm] epoch {h['epoch'] + 1}: train_loss {h['train_loss']:.4f}  val_pairwise_acc "
@@ -290,7 +296,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
               f"{h['epoch_seconds']}s)", flush=True)
     summary = {"checkpoint": str(output), "kind": kind, "train_pairs": int(n_train), "val_pairs": int(n_val),
                "train_pairs_by_kind": by_kind,
-               "metrics": dict(result.metrics or {}), "history": history, "run_dir": str(storage / run_name),
+               "metrics": dict(result.metrics or {}), "history": history, "run_dir": f"{storage}/{run_name}",
                "seconds": round(time.perf_counter() - t0, 1)}
     print(f"[train-prm] checkpoint: {output} ({summary['seconds']}s)", flush=True)
     return summary

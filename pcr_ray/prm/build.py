@@ -1,7 +1,8 @@
 """The one way a PRM scorer is built from a `prm:` config: which checkpoint folder, then the scorer on it.
 
-`prm.checkpoint` is a checkpoint folder, or `quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention`
-(cache_dir()/prm/<kind>, or <kind>_shared), trained on first use on this machine (pcr_ray.prm.checkpoints).
+`prm.checkpoint` is a checkpoint folder (a path, or a URI such as s3://bucket/prm that pyarrow.fs reads), or
+`quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention` (cache_dir()/prm/<kind>, or
+<kind>_shared), trained on first use on this machine (pcr_ray.prm.checkpoints).
 Nothing else trains a replacement: a folder that is missing is an error that names it and says how to make one.
 """
 
@@ -53,8 +54,11 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path:
 
 
 def require_checkpoint(path: str | Path, kind: str = "csp") -> Path:
-    """`path` resolved, when it holds a checkpoint (its prm.json); else MissingCheckpointError naming it."""
-    p = Path(str(path)).expanduser()
+    """`path` resolved, when it holds a checkpoint (its prm.json); else MissingCheckpointError naming it. A URI
+    (s3://, gs://, ...) is copied into the cache first (pcr_ray.paths.local_path)."""
+    from pcr_ray.paths import local_path
+
+    p = local_path(path)
     if not (p / META_FILE).is_file():
         what = "does not exist" if not p.exists() else f"has no {META_FILE}, so it is no PRM checkpoint"
         raise MissingCheckpointError(f"PRM checkpoint {p} {what} on this machine. On a cluster, put checkpoints "
