@@ -10,6 +10,7 @@ set's sources, search options) are plain mappings here and are checked by the co
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -40,9 +41,9 @@ def short_dirname(name: str, limit: int = 96) -> str:
 
 
 def _register_resolvers() -> None:
-    """`${pcr_ray.cache:}`, `${pcr_ray.data:}` (the cache and data folders of pcr_ray.paths) and
-    `${pcr_ray.dirname:...}` (short_dirname), in YAML."""
-    from pcr_ray.paths import cache_dir, data_dir
+    """`${pcr_ray.cache:}`, `${pcr_ray.data:}`, `${pcr_ray.runs:}` (the cache, data and run folders of
+    pcr_ray.paths) and `${pcr_ray.dirname:...}` (short_dirname), in YAML."""
+    from pcr_ray.paths import cache_dir, data_dir, runs_dir
 
     if not OmegaConf.has_resolver("pcr_ray.dirname"):
         OmegaConf.register_new_resolver("pcr_ray.dirname", lambda s: short_dirname(str(s)))
@@ -50,6 +51,10 @@ def _register_resolvers() -> None:
         OmegaConf.register_new_resolver("pcr_ray.cache", lambda: str(cache_dir()))
     if not OmegaConf.has_resolver("pcr_ray.data"):
         OmegaConf.register_new_resolver("pcr_ray.data", lambda: str(data_dir()))
+    if not OmegaConf.has_resolver("pcr_ray.runs"):  # runs: $PCR_RAY_RUNS, else ./outputs; sweeps (`multirun`):
+        OmegaConf.register_new_resolver(             # $PCR_RAY_RUNS/multirun, else ./multirun
+            "pcr_ray.runs", lambda kind="outputs": str(runs_dir() if kind == "outputs" else (
+                runs_dir() / kind if os.environ.get("PCR_RAY_RUNS") else runs_dir().parent / kind)))
 
 
 _register_resolvers()
@@ -327,6 +332,7 @@ class ServeConfig:
     scorer_max_batch: int
     scorer_max_length: Optional[int]
     prm_num_cpus: float
+    prm_num_gpus: float
     ingress_num_cpus: float
     max_ongoing_requests: int
     torch_threads: int

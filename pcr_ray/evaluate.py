@@ -99,6 +99,43 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
         require_bwrap()
 
 
+def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], timeout_s: float = 120) -> None:
+    """check_sandbox on every node of the cluster that can run a search worker (model-written programs run there,
+    not on the driver); SandboxUnavailable naming each node that lacks a working bubblewrap, and why."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    if not any(s.method == "pyexec" for s in specs) or str(baselines.get("sandbox", "bwrap")) != "bwrap":
+        return
+    nodes = [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
+    if len(nodes) <= 1:
+        return  # the driver's node, checked already
+    probe = ray.remote(num_cpus=0)(_bwrap_problem)
+    refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+            for n in nodes]
+    problems = {n["NodeManagerAddress"]: why for n, why in zip(nodes, ray.get(refs, timeout=timeout_s), strict=True)
+                if why}
+    if problems:
+        from pcr_ray.baselines.confine import SandboxUnavailable
+
+        raise SandboxUnavailable(
+            "pyexec runs model-written programs on the search workers' nodes, and these lack a working "
+            "bubblewrap: " + "; ".join(f"{node}: {why}" for node, why in problems.items())
+            + ". Use the cluster image (cluster/Dockerfile installs bubblewrap), or, where user namespaces are "
+            "off, drop pyexec from `methods` or set baselines.sandbox=unconfined (docs/reliability.md)")
+
+
+def _bwrap_problem() -> str:
+    """'' when bubblewrap works on this node, else why not (run as a Ray task on each node)."""
+    from pcr_ray.baselines.confine import SandboxUnavailable, require_bwrap
+
+    try:
+        require_bwrap()
+    except SandboxUnavailable as exc:
+        return str(exc).split(":")[0] if "not installed" in str(exc) else str(exc)
+    return ""
+
+
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
              progress: bool | None = None) -> Path:
     """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
@@ -129,6 +166,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     actor_info: dict[str, Any] = {}
     if items:
         namespace = init_ray(_plain(cfg.ray))
+        check_sandbox_on_nodes(specs, _plain(cfg.baselines) or {})
         faults = dict(_plain(pcfg.get("faults")) or {})
         gen_cfgs: dict[str, Any] = {"default": _plain(cfg.generator)}
         gen_cfgs.update(_plain(cfg.get("generators")) or {})

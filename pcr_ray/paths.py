@@ -6,6 +6,7 @@ Each has an environment variable that overrides it; an empty variable counts as 
   says what goes there.
 - cache (problem parquets, pairs, PRM checkpoints, model folders): $PCR_RAY_CACHE, else
   `$XDG_CACHE_HOME/pcr_ray` (`~/.cache/pcr_ray`).
+- run folders (evaluate's results, sweeps, reproduce): $PCR_RAY_RUNS, else `./outputs` (`./multirun` for sweeps).
 
 Checkpoints and training storage may also be URIs (`s3://`, `gs://`, ...: anything pyarrow.fs reads):
 `local_path` copies one into the cache once, `put_folder` writes a folder to one.
@@ -45,8 +46,11 @@ def cache_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    """Where a run without an explicit run_dir writes: ./outputs in the working directory."""
-    return Path.cwd() / "outputs"
+    """Where a run without an explicit run_dir writes: $PCR_RAY_RUNS, else ./outputs in the working directory.
+
+    A Ray job's working directory is a temporary copy that goes with the job: on a cluster set PCR_RAY_RUNS to
+    shared storage (cluster/runtime_env.yaml does)."""
+    return (_env_path("PCR_RAY_RUNS") or Path.cwd() / "outputs").resolve()
 
 
 def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable[[Path], object]) -> Path:

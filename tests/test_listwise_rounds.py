@@ -64,6 +64,8 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     bench = steps[-1].argv
     assert bench[bench.index("--checkpoint") + 1] == str(lw / "lw3")
     assert ("--device" in bench) == gpus and "--fp32" not in bench  # the default scorer of each PRM
+    # with GPUs the benchmark is a Ray task that reserves a GPU (the head has none), else a local process
+    assert ("pcr_ray.pipeline.gpu_step" in bench) == gpus
     assert bench[bench.index("--typed-cap") + 1] == "48" == str(composed[2][1]["cap"])  # mined as searched
     assert bench[bench.index("--out") + 1] == str(lw) and steps[-1].done_when == lw / "seed13_lw3.json"
 

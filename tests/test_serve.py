@@ -582,3 +582,12 @@ def test_http_schemathesis(service, mode: str) -> None:
     svc, _ = service
     schema = schemathesis.openapi.from_url(f"{svc.url}/openapi.json", config=_fuzz_config())
     _fuzz(schema, schemathesis.GenerationMode(mode), max_examples=10, base_url=svc.url)
+
+
+def test_a_gpu_scorer_reserves_a_gpu_for_each_replica():
+    from pcr_ray.serve.app import ServeSettings
+
+    with pytest.raises(ValueError, match="prm_num_gpus=1"):
+        ServeSettings.from_mapping({"device": "cuda", "runtime": "torch"})
+    s = ServeSettings.from_mapping({"device": "cuda", "runtime": "torch", "bf16": True, "prm_num_gpus": 0.5})
+    assert s.prm_num_gpus == 0.5 and ServeSettings.from_mapping({}).prm_num_gpus == 0.0

@@ -128,13 +128,14 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
         if not bench.exists():
             raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
                                     f"not installed with the package), or pass --eval-problems 0")
-        device = ["--device", "cuda", "--bf16"] if args.gpus > 0 else []
-        steps.append(RecipeStep(
-            "search benchmark",
-            (sys.executable, str(bench), "--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13",
-             "--generators", "typed", "--methods", "nsprm", "--typed-cap", str(args.cap), "--checkpoint", str(final),
-             *device, "--name", name, "--out", str(out)),
-            out / f"{name}.json"))
+        bench_args = ("--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13", "--generators", "typed",
+                      "--methods", "nsprm", "--typed-cap", str(args.cap), "--checkpoint", str(final),
+                      "--name", name, "--out", str(out))
+        # with GPUs the benchmark runs on a GPU node (the head has none), else here
+        run = ((sys.executable, "-m", "pcr_ray.pipeline.gpu_step", "benchmarks/bench_search_methods.py",
+                *bench_args, "--device", "cuda", "--bf16") if args.gpus > 0 else (sys.executable, str(bench),
+                                                                                    *bench_args))
+        steps.append(RecipeStep("search benchmark", run, out / f"{name}.json"))
     return steps
 
 

@@ -43,7 +43,7 @@ from pcr_ray.prm.model import (
 from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, DEFAULT_PACK_SIZE, check_attention, packed_logits
 
 LOSSES = ("pairwise", "pointwise", "listwise")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 on a CUDA device, fp32 on a CPU
 PRM_SUBDIR = "prm"
 STATE_FILE = "train_state.pt"
 Batch = Mapping[str, Sequence[Any]]
@@ -204,8 +204,8 @@ def pair_logits(model: torch.nn.Module, tokenizer: Any, batch: Batch, max_length
 
 def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager[Any]:
     """bfloat16 autocast for `precision="bf16"` (CPUs with AVX512-BF16/AMX, Ampere+ GPUs: 1.53x the fp32 MiniLM
-    steps on this machine's 2 cores, `benchmarks/bench_prm.py --train`), else a no-op."""
-    if precision == "bf16":
+    steps on 2 AVX512-BF16 cores, `benchmarks/bench_prm.py --train`) and for "auto" on a GPU, else a no-op."""
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 

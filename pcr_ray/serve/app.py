@@ -67,6 +67,7 @@ class ServeSettings:
     scorer_max_batch: int = 64
     scorer_max_length: int | None = None  # None: the length the checkpoint was trained at
     prm_num_cpus: float = 1.0
+    prm_num_gpus: float = 0.0  # GPUs each PRM replica reserves (1, or 0.5 to share one); prm.device=cuda needs > 0
     ingress_num_cpus: float = 0.5
     max_ongoing_requests: int = 256
     torch_threads: int = 0
@@ -97,6 +98,9 @@ class ServeSettings:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
         if s.int8 and s.bf16:
             raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
+        if s.device.startswith("cuda") and s.prm_num_gpus <= 0:
+            raise ValueError(f"prm.device={s.device} scores on a GPU, so each PRM replica must reserve one: set "
+                             f"prm_num_gpus=1 (or a share such as 0.5), else Ray may place it on a node without one")
         from pcr_ray.prm.build import check_runtime
 
         check_runtime(s.runtime, device=s.device, int8=s.int8, bf16=s.bf16)

@@ -174,7 +174,8 @@ def build_from_settings(settings: ServeSettings) -> Any:
     prm = None
     if ckpt is not None:
         prm = PRMScorerDeployment.options(
-            num_replicas=settings.replicas, ray_actor_options={"num_cpus": settings.prm_num_cpus},
+            num_replicas=settings.replicas,
+            ray_actor_options={"num_cpus": settings.prm_num_cpus, "num_gpus": settings.prm_num_gpus},
             # Serve's default (5 in flight per replica) would cap every model call at 5 requests
             max_ongoing_requests=max(2 * settings.max_batch_size, 16),
         ).bind(str(ckpt), settings.max_batch_size, settings.int8,
