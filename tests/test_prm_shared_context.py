@@ -247,3 +247,12 @@ def test_fused_query_key_value_equal_the_three_projections():
     rows = [RowInt8Linear(m) for m in lins]
     assert torch.equal(fuse_linears(rows)(x), torch.cat([m(x) for m in rows], -1))
     assert fuse_linears([lins[0], rows[1]]) is None and fuse_linears([nn.Linear(8, 4), nn.Linear(16, 4)]) is None
+
+
+def test_shared_context_scoring_runs_under_bf16_close_to_fp32(shared_model):
+    """bf16 autocast (the GPU default) through the context cache: the scores of fp32 to bf16's precision."""
+    model, tok = shared_model
+    pairs = [(CTX, c) for c in CANDS]
+    fp32 = PRMScorer(model, tok, max_length=96).logits(pairs)
+    b16 = PRMScorer(model, tok, max_length=96, bf16=True).logits(pairs)
+    assert max(abs(a - b) for a, b in zip(fp32, b16, strict=True)) < 0.05 * max(1.0, max(map(abs, fp32)))

@@ -121,8 +121,9 @@ def _group_logits(model: Any, group: Sequence[Pack], device: torch.device) -> to
         for b, (s, e) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
             keys[s:e, :, :cmax] = kc[b]
             values[s:e, :, :cmax] = vc[b]
-        own_keys[real] = kx.view(-1, n_heads, head_dim)
-        own_values[real] = vx.view(-1, n_heads, head_dim)
+        # under bf16 autocast the projections come out in bf16 while the buffer holds the embeddings' fp32
+        own_keys[real] = kx.view(-1, n_heads, head_dim).to(keys.dtype)
+        own_values[real] = vx.view(-1, n_heads, head_dim).to(values.dtype)
         ax = F.scaled_dot_product_attention(heads(padded(qx)), keys, values, attn_mask=cand_mask, scale=sa.scaling)
         hc = layer.feed_forward_chunk(layer.attention.output(ac.transpose(1, 2).reshape(hc.shape), hc))
         hx = layer.feed_forward_chunk(layer.attention.output(ax.transpose(1, 2).reshape(n_c, mmax, -1)[real], hx))
