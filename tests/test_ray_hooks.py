@@ -46,7 +46,7 @@ def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
 
 def test_a_submitted_jobs_env_vars_are_not_repeated_by_the_driver(monkeypatch):
     """Ray refuses to merge a job's runtime env with a driver's that names the same variable: the driver leaves
-    out what the job sets (cluster/runtime_env.yaml sets PCR_RAY_DATA, PCR_RAY_CACHE, TOKENIZERS_PARALLELISM)."""
+    out what the job sets (cluster/runtime_env.yaml sets TOKENIZERS_PARALLELISM)."""
     import json
 
     import yaml
@@ -59,4 +59,7 @@ def test_a_submitted_jobs_env_vars_are_not_repeated_by_the_driver(monkeypatch):
     assert without_job_keys(env) == env
     shipped = yaml.safe_load((Path(__file__).resolve().parents[1] / "cluster" / "runtime_env.yaml").read_text())
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": shipped}))
+    assert without_job_keys(env) == {"PCR_RAY_CACHE": "/x", "OMP_WAIT_POLICY": "PASSIVE"}
+    job = {"runtime_env": {"env_vars": {"PCR_RAY_CACHE": "/shared", "TOKENIZERS_PARALLELISM": "true"}}}
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps(job))
     assert without_job_keys(env) == {"OMP_WAIT_POLICY": "PASSIVE"}

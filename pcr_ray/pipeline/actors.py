@@ -148,16 +148,17 @@ def vllm_placement(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> dict[
     Returns actor options (num_gpus, num_cpus) and `bundles`: None, or the placement group's bundles (one GPU
     each; the actor and vLLM's Ray workers are scheduled into it). A one-GPU engine takes actors.generator.num_gpus
     of a GPU when that is a share below 1 (its generator.gpu_memory_utilization should leave the rest's memory),
-    else a whole one. On CPU the actor holds num_cpus CPUs
-    (actors.generator.num_cpus, else the generator's num_cpus, else 1) and no GPU.
+    else a whole one. On CPU the actor holds num_cpus CPUs (actors.generator.num_cpus, else the generator's
+    num_cpus, else 1) and actors.generator.num_gpus GPUs (0 unless set: a placement on a node that declares GPUs,
+    as the tests' cluster of a GPU cluster's shape does).
     """
     device = str(gen_cfg.get("device", "cuda"))
     tp = int(gen_cfg.get("tensor_parallel_size", 1) or 1)
     cpus = float(acfg.get("num_cpus") or gen_cfg.get("num_cpus") or 1)
-    if device == "cpu":
+    if device == "cpu":  # actors.generator.num_gpus still reserves GPUs: a node's, for placement alone
         if tp != 1:
             raise ValueError(f"vllm generator on cpu: tensor_parallel_size must be 1, got {tp}")
-        return {"num_gpus": 0.0, "num_cpus": cpus, "bundles": None}
+        return {"num_gpus": float(acfg.get("num_gpus") or 0.0), "num_cpus": cpus, "bundles": None}
     if tp == 1:  # a whole GPU, or the share actors.generator.num_gpus names (0 < x < 1: a PRM beside it)
         share = float(acfg.get("num_gpus") or 1.0)
         if not 0 < share <= 1:

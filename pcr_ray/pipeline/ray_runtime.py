@@ -6,9 +6,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-# environment passed on to every worker when set in the driver (data, cache and config locations; offline hubs)
-PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "PCR_RAY_DATA", "PCR_RAY_CACHE",
-              "PCR_RAY_CONF")
+# environment passed on to every worker when set in the driver: behaviour (offline hubs, tokenizer threads) ...
+PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
+# ... and, to the workers of a local Ray only, locations: on a cluster each node's own environment names its
+# data, cache and run folders (the cluster image or `ray start`'s environment), which may differ from the driver's
+LOCAL_ENV = ("PCR_RAY_DATA", "PCR_RAY_CACHE", "PCR_RAY_CONF", "PCR_RAY_RUNS", "HF_HOME")
 # set on every worker unless the driver says otherwise: fork-safe tokenizers, OpenMP threads that sleep when idle
 WORKER_ENV = {"TOKENIZERS_PARALLELISM": "false", "OMP_WAIT_POLICY": "PASSIVE"}
 
@@ -29,7 +31,8 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
     rcfg = dict(rcfg or {})
     address = rcfg.get("address") or os.environ.get("RAY_ADDRESS")
     ns = rcfg.get("namespace") or None
-    env_vars = {**WORKER_ENV, **{k: os.environ[k] for k in PASSED_ENV if k in os.environ}}
+    passed = PASSED_ENV if address else PASSED_ENV + LOCAL_ENV
+    env_vars = {**WORKER_ENV, **{k: os.environ[k] for k in passed if k in os.environ}}
     env_vars.update({str(k): str(v) for k, v in (rcfg.get("env_vars") or {}).items()})
     runtime_env: dict[str, Any] = {"env_vars": without_job_keys(env_vars)}
     log_to_driver = bool(rcfg.get("log_to_driver", True))

@@ -2,9 +2,10 @@
 
 On a cluster without a filesystem every node sees, a PRM checkpoint trained or cached on the head is not on the
 node whose actor scores with it. `ship(path)` (on the driver) packs the folder once per process into Ray's
-object store with a digest of its content; `receive(shipped)` (in the actor) uses the path itself when this node
-has it with the same content, and otherwise unpacks the object into cache_dir()/shipped/<digest>, once per node
-(a file lock keeps the actors of one node from unpacking it twice). A URI (s3://, gs://, ...) is not shipped:
+object store with a digest of its content; `receive(shipped)` (in the actor) uses the path itself on the driver's
+node, and on any other node unpacks the object into that node's cache_dir()/shipped/<digest>, once per node (a
+file lock keeps the actors of one node from unpacking it twice): a path that happens to exist elsewhere is not
+trusted to hold the same files. A URI (s3://, gs://, ...) is not shipped:
 every node reads it itself (pcr_ray.paths.local_path).
 """
 
@@ -31,6 +32,7 @@ class ShippedFolder:
     path: str
     digest: str = ""
     blob: Any = None  # an ObjectRef of a tar of the folder; None for a URI
+    node: str = ""  # the Ray node the driver packed it on: there the path itself is used
 
 
 def folder_digest(path: str | Path) -> str:
@@ -56,7 +58,7 @@ def ship(path: str | Path) -> ShippedFolder:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(text, arcname=".")
-        _SHIPPED[key] = ShippedFolder(text, digest, ray.put(buf.getvalue()))
+        _SHIPPED[key] = ShippedFolder(text, digest, ray.put(buf.getvalue()), ray.get_runtime_context().get_node_id())
     return _SHIPPED[key]
 
 
@@ -65,7 +67,7 @@ def receive(shipped: ShippedFolder | str) -> Path:
     if isinstance(shipped, str) or shipped.blob is None:
         return local_path(shipped if isinstance(shipped, str) else shipped.path)
     here = Path(shipped.path)
-    if here.is_dir() and folder_digest(here) == shipped.digest:
+    if shipped.node == ray.get_runtime_context().get_node_id() and here.is_dir():
         return here
 
     def unpack(tmp: Path) -> None:

@@ -1,0 +1,116 @@
+"""The cluster path as its users run it, on a cluster of a GPU cluster's shape built here: a head without GPUs and
+two worker nodes that declare one GPU each (Ray schedules them without CUDA), `ray start` on 127.0.0.1 with their
+own ports and token, each node with a cache folder of its own (no shared disk to work by accident).
+
+- `ray job submit --runtime-env cluster/runtime_env.yaml -- python -m pcr_ray.cli evaluate experiment=paper_table
+  generator=vllm_tiny ...` runs every method to the end with the real vLLM engine (on CPU), the engine and the PRM
+  actor on the worker nodes, the PRM checkpoint shipped from the driver to the node that scores;
+- the same with the runtime env and the entrypoint of cluster/rayjob.yaml (its working dir is this checkout);
+- paper_table as shipped asks more than this cluster has: the job fails within a minute, naming what does not fit.
+
+In the vLLM environment only (`make test-vllm`): the worker nodes run `generator=vllm_tiny`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("vllm")
+
+from tests.cluster_util import start_cluster  # noqa: E402
+from tests.pipeline_util import read_metrics, read_rows, tiny_checkpoint  # noqa: E402
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+METHODS = {"nsprm", "prm_only", "verifier_only", "greedy", "best_of_n", "direct", "pyexec"}
+# what CPU needs and no more: the engine and the PRM ask the GPUs the workers declare (placing them there), the
+# engine runs on one CPU, one search worker on the head, one problem, a short search
+CPU_OVERRIDES = ("generator=vllm_tiny", "prm=minilm_csp", "dataset.limit=1", "actors.generator.replicas=1",
+                 "actors.generator.num_gpus=1", "actors.generator.num_cpus=1", "actors.prm.num_gpus=0.5",
+                 "actors.prm.num_cpus=0", "pipeline.num_search_workers=1", "pipeline.worker_num_cpus=1",
+                 "pipeline.batch_size=2", "pipeline.progress=false", "search.beam_width=1", "search.k=2",
+                 "search.max_steps=2", "search.max_retries=1", "search.max_backtracks=0", "search.n_samples=2",
+                 "ray.wait_for_nodes_s=10")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    work = tmp_path_factory.mktemp("cluster")
+    caches = {name: work / f"{name}_cache" for name in ("head", "worker1", "worker2")}
+    c = start_cluster(work, head_cpus=2, head_env={"PCR_RAY_CACHE": str(caches["head"])},
+                      workers=tuple({"cpus": 1, "gpus": 1, "env": {"PCR_RAY_CACHE": str(caches[w])}}
+                                    for w in ("worker1", "worker2")))
+    yield c, caches
+    c.stop()
+
+
+def _submit(cluster, run_dir: Path, entry: list[str], runtime_env: list[str], timeout: float = 600):
+    t0 = time.monotonic()
+    job = cluster.ray("job", "submit", "--address", cluster.url, *runtime_env, "--", *entry,
+                      f"hydra.run.dir={run_dir}", timeout=timeout, cwd=REPO)
+    return job.returncode, job.stdout + job.stderr, time.monotonic() - t0
+
+
+def _check_run(run_dir: Path, caches: dict[str, Path], log: str) -> None:
+    rows = read_rows(run_dir)
+    assert {r["method"] for r in rows} == METHODS and len(rows) == len(METHODS), log[-3000:]
+    assert not [r["error"] for r in rows if r.get("error")], [r["error"] for r in rows if r.get("error")]
+    actors = read_metrics(run_dir)["actors"]
+    engine = next(a for n, a in actors.items() if n.startswith("pcr-gen-"))
+    prm = next(a for n, a in actors.items() if n.startswith("pcr-prm-"))
+    workers = [caches["worker1"], caches["worker2"]]
+    # the PRM scored on a worker node, from the checkpoint the driver shipped into that node's own cache
+    here = Path(prm["checkpoint_here"])
+    assert any(here.is_relative_to(w) for w in workers), here
+    assert (here / "prm.json").exists() and prm["calls"] > 0
+    # the engine ran on a worker node: it made its model folder there, from the GGUF, and not on the head
+    made = [w for w in workers if (w / "models" / "smollm2-135m-instruct-hf" / "config.json").exists()]
+    assert made and not (caches["head"] / "models").exists()
+    assert engine["calls"] > 0 and engine["stats"]["engine_starts"] >= 1
+
+
+def test_ray_job_submit_runs_paper_table_on_the_gpu_workers(cluster, tmp_path):
+    c, caches = cluster
+    ckpt = tiny_checkpoint(tmp_path / "prm")  # on the driver's disk only, as far as the workers know
+    run_dir = tmp_path / "run"
+    rc, log, _ = _submit(c, run_dir, ["python", "-m", "pcr_ray.cli", "evaluate", "experiment=paper_table",
+                                      f"prm.checkpoint={ckpt}", *CPU_OVERRIDES],
+                         ["--runtime-env", "cluster/runtime_env.yaml"])
+    assert rc == 0, log[-5000:]
+    _check_run(run_dir, caches, log)
+    assert "| nsprm |" in log  # the driver printed the metrics table
+
+
+def test_the_rayjob_manifests_runtime_env_and_entrypoint(cluster, tmp_path):
+    c, caches = cluster
+    job = yaml.safe_load((REPO / "cluster" / "rayjob.yaml").read_text())["spec"]
+    runtime_env = yaml.safe_load(job["runtimeEnvYAML"])
+    runtime_env["working_dir"] = str(REPO)  # the image's checkout (/home/ray/pcr_ray) is this one here
+    entry = shlex.split(job["entrypoint"])
+    assert entry[:4] == ["python", "-m", "pcr_ray.evaluate", "experiment=paper_table"]
+    ckpt = tiny_checkpoint(tmp_path / "prm")
+    run_dir = tmp_path / "run"
+    rc, log, _ = _submit(c, run_dir, [*entry, f"prm.checkpoint={ckpt}", *CPU_OVERRIDES],
+                         ["--runtime-env-json", json.dumps(runtime_env)])
+    assert rc == 0, log[-5000:]
+    _check_run(run_dir, caches, log)
+
+
+def test_a_job_that_cannot_fit_fails_within_a_minute_naming_what(cluster, tmp_path):
+    """paper_table's own actors (two engines of 2 CPUs each) on workers of 1 CPU: refused before any actor starts."""
+    c, _ = cluster
+    ckpt = tiny_checkpoint(tmp_path / "prm")
+    rc, log, seconds = _submit(c, tmp_path / "run", ["python", "-m", "pcr_ray.cli", "evaluate",
+                                                     "experiment=paper_table", "generator=vllm_tiny",
+                                                     "prm=minilm_csp", f"prm.checkpoint={ckpt}", "dataset.limit=1",
+                                                     "ray.wait_for_nodes_s=10"],
+                               ["--runtime-env", "cluster/runtime_env.yaml"], timeout=180)
+    assert rc != 0 and seconds < 60, (seconds, log[-3000:])
+    assert "DOES NOT FIT" in log and "generator:default" in log and "2 CPU" in log, log[-3000:]
