@@ -35,9 +35,10 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 
 
 def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
-    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs};
-    a top-level `limit` caps the total (and every source without its own limit)."""
-    from pcr_ray.data.readers import load_dataset
+    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs,
+    optional}; a top-level `limit` caps the total (and every source without its own limit). An `optional` source
+    whose data files are not in the data folder is left out, with one line saying how to add it."""
+    from pcr_ray.data.readers import FILE_KEYS, data_present, load_dataset, missing_data_hint
 
     sources = dcfg.get("sources") or [dcfg]
     total = dcfg.get("limit")
@@ -48,7 +49,13 @@ def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
         name = src["name"]
         limit = src.get("limit") if src.get("limit") is not None else total
         kwargs = dict(src.get("kwargs") or {})
+        if name == "file":  # its settings sit beside the name: {name: file, path: ..., fields: {...}}
+            kwargs.update({k: src[k] for k in FILE_KEYS if src.get(k) is not None})
         sample = str(src.get("sample", "first"))
+        if src.get("optional") and not data_present(name, dcfg.get("data_dir")):
+            print(f"evaluate: left out {name} (optional): {missing_data_hint(name, dcfg.get('data_dir'))}",
+                  file=sys.stderr)
+            continue
         if sample == "random" and limit is not None:
             pool = load_dataset(name, dcfg.get("data_dir"), None, **kwargs)
             if src.get("require_trace"):

@@ -291,8 +291,10 @@ def grade(pred: Any, gold: Any, *, kind: str = "numeric", rel_tol: float = 1e-6,
 
 
 def grade_problem(pred: Any, problem: Any, *, pred_unit: str | None = None, timeout_s: float = 5.0) -> GradeResult:
-    """Grade against a `Problem` with the setting of its source (GSM8K exact, SciBench 5%, MATH math-verify)."""
-    kind, rel, ab = SETTINGS.get(problem.source, ("numeric", 1e-6, 1e-9))
+    """Grade against a `Problem` with the setting of its source (GSM8K exact, SciBench 5%, MATH math-verify); a
+    problem of another source (your own file) numerically when its answer is a number, else with math-verify."""
+    default = ("numeric", 1e-6, 1e-9) if problem.answer_value is not None else ("math", 0.0, 0.0)
+    kind, rel, ab = SETTINGS.get(problem.source, default)
     if kind == "math":
         return grade(pred, problem.answer, kind="math", timeout_s=timeout_s)
     gold = problem.answer_value if problem.answer_value is not None else problem.answer

@@ -13,7 +13,9 @@ from pathlib import Path
 from pcr_ray.data.problem import Problem
 from pcr_ray.paths import data_dir as _default_data_dir
 
-DATASETS: tuple[str, ...] = ("gsm8k_train", "gsm8k_test", "math500", "math", "scibench", "physics")
+DATASETS: tuple[str, ...] = ("gsm8k_train", "gsm8k_test", "math500", "math", "scibench", "physics", "file")
+# the keys a `file` source takes beside its name (pcr_ray.data.files.iter_file)
+FILE_KEYS: tuple[str, ...] = ("path", "format", "fields", "label", "split")
 
 # What each data set needs, relative to the data folder (for the "missing" message).
 _EXPECTED: dict[str, str] = {
@@ -47,6 +49,20 @@ def data_files(name: str, data_dir: str | Path | None = None) -> list[Path]:
     """The files of the data folder that data set `name` reads, sorted (none for a generated set or when absent)."""
     pattern = _EXPECTED.get(name)
     return sorted(resolve_data_dir(data_dir).glob(pattern)) if pattern else []
+
+
+def data_present(name: str, data_dir: str | Path | None = None) -> bool:
+    """Whether the data folder holds what data set `name` reads (a generated set always does)."""
+    return name not in _EXPECTED or bool(data_files(name, data_dir))
+
+
+def missing_data_hint(name: str, data_dir: str | Path | None = None) -> str:
+    """One line: which file `name` needs, where, and where it is published."""
+    root = resolve_data_dir(data_dir)
+    rel = _EXPECTED.get(name, name)
+    hub = HUB_NAMES.get(rel.split("/")[0], "")
+    return (f"no {rel} in the data folder {root} ($PCR_RAY_DATA); put it there to add it"
+            + (f" (published as {hub})" if hub else "") + ", docs/data.md")
 
 
 def _require(path: Path, root: Path, what: str) -> Path:
@@ -250,7 +266,8 @@ def iter_scibench(data_dir: str | Path | None = None, books: Sequence[str] | Non
 
 
 def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) -> Iterator[Problem]:
-    """Problems of one named data set (see DATASETS). 'physics' takes n= and seed= (procedural)."""
+    """Problems of one named data set (see DATASETS). 'physics' takes n= and seed= (procedural); 'file' takes
+    path=, format=, fields=, label=, split= (pcr_ray.data.files: your own problems)."""
     if name == "gsm8k_train":
         return iter_gsm8k("train", data_dir, **kw)  # type: ignore[arg-type]
     if name == "gsm8k_test":
@@ -265,6 +282,12 @@ def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) ->
         from pcr_ray.data.physics import generate_problems
 
         return iter(generate_problems(**kw))  # type: ignore[arg-type]
+    if name == "file":
+        from pcr_ray.data.files import iter_file
+
+        if "path" not in kw:
+            raise ValueError("a `file` data source needs a path: {name: file, path: FILE, fields: {...}}")
+        return iter_file(data_dir=data_dir, **kw)  # type: ignore[arg-type]
     raise ValueError(f"unknown data set {name!r}; one of {', '.join(DATASETS)}")
 
 

@@ -217,8 +217,9 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
             raise RuntimeError(f"no {kind} training pairs from {len(problems)} problems")
         print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
               f"problems ({time.perf_counter() - t0:.1f}s to make pairs) into {dest}", file=sys.stderr, flush=True)
+        # every core, whatever OMP_NUM_THREADS says: the caller may be a one-thread process (the vLLM tests)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
-                                     "n_train": len(train), "attention": attention,
+                                     "n_train": len(train), "attention": attention, "torch_threads": os.cpu_count(),
                                      "loss": DEFAULT_LOSS[attention], **dict(train_overrides or {})})
         run_dir = dest.parent / f".run_{dest.name}_{os.getpid()}"
         shutil.rmtree(run_dir, ignore_errors=True)
