@@ -73,7 +73,7 @@ def step_scores(items: list[Any], checkpoint: Path, int8: bool) -> tuple[list[li
 
 def scored(items: list[Any], preds: list[int]) -> dict[str, Any]:
     from pcr_ray.negatives.first_error import score_predictions
-    from pcr_ray.pipeline.metrics import wilson
+    from pcr_ray.pipeline.stats import wilson
 
     s = score_predictions([it.label for it in items], preds)
     d = s.to_dict()

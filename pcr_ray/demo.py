@@ -15,6 +15,7 @@ import time
 
 from pcr_ray.evaluate import compose_config, evaluate, shutdown_ray
 from pcr_ray.pipeline.metrics import error_table, markdown_table
+from pcr_ray.pipeline.stats import paired_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("Wrong answers by error type:")
     print(error_table(m))
+    print()
+    print("Paired comparisons (the same problems; exact McNemar test, bootstrap interval of the difference):")
+    print(paired_table(m["paired"]))
     print()
     print(f"results: {out / 'results.parquet'}")
     print(f"report:  {out / 'report.html'}")

@@ -255,11 +255,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_summary(out: Path) -> None:
     from pcr_ray.pipeline.metrics import error_table, markdown_table
+    from pcr_ray.pipeline.stats import paired_table
 
     m = json.loads((out / "metrics.json").read_text())
     print(markdown_table(m))
     print()
     print(error_table(m))
+    if m.get("paired"):
+        print("\nPaired comparisons (the same problems; exact McNemar test, bootstrap interval of the difference):")
+        print(paired_table(m["paired"]))
     print(f"\nresults: {out / 'results.parquet'}\nreport:  {out / 'report.html'}")
 
 

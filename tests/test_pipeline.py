@@ -179,3 +179,6 @@ def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke
     assert sorted(int(r["search.beam_width"]) for r in table) == [1, 2]
     assert all(r["method"] == "verifier_only" and int(r["n"]) == SMOKE_PROBLEMS for r in table)
     assert (sweep / "summary.png").stat().st_size > 1000 and (sweep / "summary.md").exists()
+    # the two sweep points' verifier_only cells compared on the same problems
+    md = (sweep / "summary.md").read_text()
+    assert "## Paired comparisons" in md and md.count(":verifier_only vs ") == 1

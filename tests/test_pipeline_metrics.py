@@ -14,7 +14,6 @@ from pcr_ray.pipeline.metrics import (
     horizon_of,
     is_unit_slip,
     markdown_table,
-    wilson,
 )
 from pcr_ray.pipeline.results import (
     RESULT_SCHEMA,
@@ -25,6 +24,7 @@ from pcr_ray.pipeline.results import (
     read_results,
     read_shards,
 )
+from pcr_ray.pipeline.stats import wilson
 
 GIVENS = [{"name": "a", "value": 3, "unit": "dimensionless"}, {"name": "b", "value": 4, "unit": "dimensionless"},
           {"name": "c", "value": 10, "unit": "dimensionless"}]

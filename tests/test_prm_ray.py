@@ -9,7 +9,8 @@ import pytest
 
 from pcr_ray.configs import compose
 from pcr_ray.negatives.pairs import SPLITS, PairConfig, pairs_from_problems
-from pcr_ray.pipeline.eval_prm import auroc, pair_metrics
+from pcr_ray.pipeline.eval_prm import pair_metrics
+from pcr_ray.pipeline.stats import auroc
 from tests.prm_helpers import problem_rows, tiny_backbone
 
 pytestmark = pytest.mark.ray

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
@@ -27,33 +25,13 @@ from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
+from pcr_ray.pipeline.stats import auroc
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
                                       "verifier-passing (all)": CSP_KINDS + SEARCH_KINDS,
                                       "mined (all)": MINED_KINDS,
                                       "random (all)": RANDOM_KINDS}
-
-
-def auroc(pos: Sequence[float], neg: Sequence[float]) -> float:
-    """P(score of a random positive > score of a random negative), ties half (Mann-Whitney U / (n+ n-))."""
-    p = np.asarray(pos, dtype=np.float64)
-    n = np.asarray(neg, dtype=np.float64)
-    if len(p) == 0 or len(n) == 0:
-        return float("nan")
-    allv = np.concatenate([p, n])
-    order = allv.argsort(kind="mergesort")
-    ranks = np.empty(len(allv), dtype=np.float64)
-    sorted_v = allv[order]
-    i = 0
-    while i < len(allv):  # average ranks over ties
-        j = i
-        while j + 1 < len(allv) and sorted_v[j + 1] == sorted_v[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    u = ranks[: len(p)].sum() - len(p) * (len(p) + 1) / 2.0
-    return float(u / (len(p) * len(n)))
 
 
 def pair_metrics(df: Any) -> dict[str, dict[str, Any]]:

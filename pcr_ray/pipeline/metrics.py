@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pcr_ray.pipeline.stats import paired_comparisons, wilson
+
 LONG_HORIZON = 5  # gold traces of this many steps or more are "long"
 
 ERROR_TYPES = ("unit", "formula_misuse", "assumption", "wrong_variable", "arithmetic", "parse", "no_answer",
@@ -205,17 +207,6 @@ def classify_error(row: Mapping[str, Any], gold_trace: Any = None) -> tuple[str,
     return "unattributed", "wrong answer; no gold trace to compare with" if gold is None else "wrong answer"
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion k/n ((0, 0) when n is 0)."""
-    if n == 0:
-        return 0.0, 0.0
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
-
-
 def _rate(k: int, n: int) -> float | None:
     return k / n if n else None
 
@@ -274,6 +265,7 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], methods: Sequence[str] | 
         "n_rows": len(rows),
         "horizon_threshold": LONG_HORIZON,
         "methods": {m: method_metrics([r for r in rows if str(r.get("method")) == m]) for m in order},
+        "paired": paired_comparisons(rows, order),  # every pair of methods on the problems both ran
     }
     if extra:
         result.update(extra)

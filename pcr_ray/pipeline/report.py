@@ -230,6 +230,27 @@ def traces_html(rows: Sequence[Mapping[str, Any]], methods: Sequence[str], max_p
     return "\n".join(out)
 
 
+def paired_html(metrics: Mapping[str, Any]) -> str:
+    """Every pair of methods on the same problems: discordant counts, McNemar p, the difference's interval."""
+    paired = metrics.get("paired") or {}
+    if not paired:
+        return "<p>One method: nothing to compare.</p>"
+    head = ("<tr><th>A vs B</th><th>n</th><th>A right, B wrong</th><th>B right, A wrong</th><th>Acc A - B</th>"
+            "<th>95% CI</th><th>McNemar p</th><th>at 5%</th></tr>")
+
+    def row(key: str, d: Mapping[str, Any]) -> str:
+        diff = "-" if d["diff"] is None else f"{100 * d['diff']:+.1f}"
+        lo, hi = d["diff_ci95"]
+        return (f"<tr><td>{html.escape(key)}</td><td>{d['n']}</td><td>{d['only_a']}</td><td>{d['only_b']}</td>"
+                f"<td>{diff}</td><td>{100 * lo:+.1f} to {100 * hi:+.1f}</td><td>{d['mcnemar_p']:.3g}</td>"
+                f"<td>{'significant' if d['significant'] else 'no'}</td></tr>")
+
+    body = "".join(row(k, d) for k, d in paired.items())
+    return (f'<table id="paired">{head}{body}</table><p class="meta">On the problems both methods ran: an exact '
+            f"McNemar test of the discordant counts and a paired bootstrap interval of the accuracy difference, in "
+            f"points; a difference is significant only where p &lt; 0.05.</p>")
+
+
 def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], *, title: str = "pcr_ray evaluation",
                   config_yaml: str = "", extra_plots: Sequence[tuple[str, str]] = (), max_problems: int = 300) -> str:
     """The whole page as a string."""
@@ -257,6 +278,7 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
 <h2>Metrics</h2>{metrics_table_html(metrics)}
 <p class="meta">Acc@1 with a 95% Wilson interval. Silent failure: a wrong answer returned with no error signal
 (long horizon: gold trace of {metrics.get("horizon_threshold", 5)}+ steps). Counts are per problem.</p>
+<h2>Paired comparisons</h2>{paired_html(metrics)}
 <h2>Error types (wrong answers)</h2>{err_html}
 <h2>Plots</h2><div class="plots">{imgs}</div>
 <h2>Traces</h2><p class="meta">Each step with the verifier's verdict and the PRM score.</p>

@@ -24,7 +24,7 @@ from typing import Any
 
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.pipeline.listwise_rounds import RecipeStep, run_recipe
-from pcr_ray.pipeline.metrics import wilson
+from pcr_ray.pipeline.stats import wilson
 
 PCR = (sys.executable, "-m", "pcr_ray.cli")
 TABLE_METHODS = ("direct", "pyexec", "prm_only", "nsprm")  # the paper's Table 1 columns, in its order

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.pipeline.stats import paired_comparisons, paired_table
+
 PREFERRED_X = ("search.beam_width", "search.verifier_coverage", "search.threshold", "search.k")
 
 
@@ -88,6 +90,25 @@ def to_markdown(rows: Sequence[dict[str, Any]], axes: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def paired_across_runs(root: Path) -> dict[str, Any]:
+    """Paired comparisons of the (run, method) cells of a sweep that share a run or a method, from each run's
+    results.parquet (per-problem correctness); {} when no run has one."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for r in sorted({p.parent for p in root.rglob("results.parquet")}):
+        run = str(r.relative_to(root)) if r != root else "."
+        for row in pq.read_table(r / "results.parquet", columns=["problem_id", "method", "correct"]).to_pylist():
+            rows.append({**row, "method": f"{run}:{row['method']}"})
+    cells = list(dict.fromkeys(r["method"] for r in rows))
+    out = {}
+    for key, d in paired_comparisons(rows, cells).items():
+        (run_a, meth_a), (run_b, meth_b) = d["a"].split(":", 1), d["b"].split(":", 1)
+        if run_a == run_b or meth_a == meth_b:
+            out[key] = d
+    return out
+
+
 def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, Path]:
     """Write summary.{csv,md,json,html} (and summary.png when an axis is numeric); returns the paths."""
     from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
@@ -102,9 +123,14 @@ def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, P
         w.writerows(rows)
     out["csv"] = root / "summary.csv"
     md = to_markdown(rows, axes)
+    paired = paired_across_runs(root)
+    if paired:
+        md += ("\n\n## Paired comparisons\n\nEvery two (run, method) cells that share a run or a method, on the "
+               "problems both ran: discordant counts, exact McNemar p-value, bootstrap interval of the difference "
+               "(pcr_ray/pipeline/stats.py).\n\n" + paired_table(paired))
     (root / "summary.md").write_text(md + "\n")
     out["md"] = root / "summary.md"
-    (root / "summary.json").write_text(json.dumps({"axes": axes, "rows": rows}, indent=2))
+    (root / "summary.json").write_text(json.dumps({"axes": axes, "rows": rows, "paired": paired}, indent=2))
     out["json"] = root / "summary.json"
     numeric = [a for a in axes if all(isinstance(r.get(a), (int, float)) for r in rows)]
     x = x_key or next((k for k in PREFERRED_X if k in numeric), numeric[0] if numeric else None)
