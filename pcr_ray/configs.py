@@ -152,6 +152,11 @@ class ActorsConfig:
 
 
 @dataclass
+class GradingConfig:
+    mode: str
+
+
+@dataclass
 class EvaluateConfig:
     dataset: DatasetConfig
     generator: dict[str, Any]
@@ -170,6 +175,7 @@ class EvaluateConfig:
     ray: EvaluateRayConfig
     pipeline: PipelineConfig
     actors: ActorsConfig
+    grading: GradingConfig
 
 
 # ---------------------------------------------------------------------------------------------- solve

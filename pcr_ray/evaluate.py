@@ -24,9 +24,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from pcr_ray.configs import check, compose
 from pcr_ray.configs import to_plain as _plain
+from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import conf_dir, runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.prm.build import checkpoint_path
+
+# how each grading mode is named in metrics.json, the tables and the report
+GRADING_NOTES = {"default": "default (SciBench: 5% relative, units converted; GSM8K exact; MATH math-verify)",
+                 "scibench": "scibench (SciBench's own: 0.1 absolute from 1 up, 10% relative below, in the stated "
+                             "unit; others as default)"}
 
 
 def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
@@ -154,6 +160,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     from pcr_ray.pipeline.results import merge, read_results
 
     cfg = check("evaluate", cfg)
+    check_grading_mode(str(cfg.grading.mode))
     t_start = time.time()
     out = resolve_run_dir(cfg, run_dir)
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
@@ -196,6 +203,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         keep = [n for r in [*gens.values(), *prm_refs.values()] for n in r.names]
         act.release_unused(keep)
         spec = {"generators": gens, "prms": prm_refs, "methods": specs, "search": _plain(cfg.search),
+                "grading": str(cfg.grading.mode),
                 "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
                 "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
                 "search_source_overrides": search_source_overrides,
@@ -206,7 +214,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     path = merge(out)
     rows = read_results(path).to_pylist()
     extra = {
-        "run_dir": str(out), "dataset": str(cfg.dataset.name),
+        "run_dir": str(out), "dataset": str(cfg.dataset.name), "grading": GRADING_NOTES[str(cfg.grading.mode)],
         "generator": str(cfg.generator.get("kind", cfg.generator.get("name", ""))),
         "wall_s": round(time.time() - t_start, 2),
         "pipeline_s": round(stats.seconds, 2) if stats else 0.0,

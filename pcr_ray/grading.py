@@ -290,11 +290,29 @@ def grade(pred: Any, gold: Any, *, kind: str = "numeric", rel_tol: float = 1e-6,
         return GradeResult(False, f"grading error: {type(exc).__name__}: {exc}"[:200])
 
 
-def grade_problem(pred: Any, problem: Any, *, pred_unit: str | None = None, timeout_s: float = 5.0) -> GradeResult:
+# grading modes: `default` (each source's own setting above) or `scibench`: SciBench problems as SciBench's own
+# grader (`equiv` in its eval_zero.py) does: the answer in the problem's stated unit within 0.1 absolute when the
+# book's number is at least 1, within 10% relative below
+GRADING_MODES = ("default", "scibench")
+
+
+def check_grading_mode(mode: str) -> str:
+    """`mode` when it is one of GRADING_MODES; else a ValueError naming them."""
+    if mode not in GRADING_MODES:
+        raise ValueError(f"grading.mode must be one of {GRADING_MODES}, got {mode!r}")
+    return mode
+
+
+def grade_problem(pred: Any, problem: Any, *, pred_unit: str | None = None, timeout_s: float = 5.0,
+                  mode: str = "default") -> GradeResult:
     """Grade against a `Problem` with the setting of its source (GSM8K exact, SciBench 5%, MATH math-verify); a
-    problem of another source (your own file) numerically when its answer is a number, else with math-verify."""
+    problem of another source (your own file) numerically when its answer is a number, else with math-verify.
+    mode="scibench" grades SciBench problems by SciBench's own rule (GRADING_MODES)."""
     default = ("numeric", 1e-6, 1e-9) if problem.answer_value is not None else ("math", 0.0, 0.0)
     kind, rel, ab = SETTINGS.get(problem.source, default)
+    if check_grading_mode(mode) == "scibench" and problem.source == "scibench" and problem.answer_value is not None:
+        scale = _unit_scale(problem.answer_unit or "")[0]  # the book's number is in the stated unit, 10^k included
+        rel, ab = (0.0, 0.1 * scale) if problem.answer_value >= 1 else (0.1, 0.0)
     if kind == "math":
         return grade(pred, problem.answer, kind="math", timeout_s=timeout_s)
     gold = problem.answer_value if problem.answer_value is not None else problem.answer

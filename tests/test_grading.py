@@ -172,3 +172,31 @@ def test_parse_quantity():
     assert parse_quantity("3.0 x 10^8 m/s") == (3.0e8, "m/s")
     assert parse_quantity("The final answer is 7 apples.") == (7.0, "apples")
     assert parse_quantity("no digits") is None and parse_quantity(None) is None  # type: ignore[arg-type]
+
+
+def test_scibench_own_grading_mode():
+    """grading.mode=scibench: SciBench's equiv: 0.1 absolute when the book's number is >= 1, 10% relative below,
+    in the stated unit (its 10^k included); other sources keep their setting."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from pcr_ray.grading import grade_problem
+
+    big = SimpleNamespace(source="scibench", answer="12.5", answer_value=12.5, answer_unit="m/s")
+    small = SimpleNamespace(source="scibench", answer="0.5", answer_value=0.5, answer_unit="J")
+    scaled = SimpleNamespace(source="scibench", answer="3.2", answer_value=3.2, answer_unit="10^4 N/C")
+    assert grade_problem(12.59, big, pred_unit="m/s", mode="scibench").correct  # 0.09 off: in SciBench's rule
+    assert grade_problem(12.59, big, pred_unit="m/s").correct  # and in the default 5%
+    assert not grade_problem(12.7, big, pred_unit="m/s", mode="scibench").correct  # 0.2 off
+    assert grade_problem(13.0, big, pred_unit="m/s").correct  # 4% off: in the default 5%
+    assert not grade_problem(13.0, big, pred_unit="m/s", mode="scibench").correct
+    assert grade_problem(0.54, small, pred_unit="J", mode="scibench").correct  # 8% below 1
+    assert not grade_problem(0.56, small, pred_unit="J", mode="scibench").correct
+    assert grade_problem(3.29e4, scaled, pred_unit="N/C", mode="scibench").correct  # 0.09 x 10^4 off
+    assert not grade_problem(3.35e4, scaled, pred_unit="N/C", mode="scibench").correct
+    assert grade_problem(45.03, big, pred_unit="km/h", mode="scibench").correct  # converted into the stated unit
+    gsm = SimpleNamespace(source="gsm8k", answer="36", answer_value=36.0, answer_unit="")
+    assert not grade_problem(36.05, gsm, mode="scibench").correct  # GSM8K stays exact
+    with pytest.raises(ValueError, match="grading.mode must be one of"):
+        grade_problem(1.0, big, mode="loose")

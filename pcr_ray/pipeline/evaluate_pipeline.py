@@ -210,6 +210,7 @@ class SearchWorker:
                                         for k, v in (self.spec.get("search_source_overrides") or {}).items()}
         self.baseline_cfg = dict(self.spec.get("baselines") or {})
         self.attempts = max(1, int(self.spec["problem_attempts"]))
+        self.grading = str(self.spec.get("grading", "default"))
         self.faults = dict(self.spec.get("faults") or {})
         self.where = f"{socket.gethostname()}:{os.getpid()}"
         self.fused_givens = self.spec.get("fused_givens")  # None: extract/grade run as their own stages
@@ -219,7 +220,7 @@ class SearchWorker:
         if self.fused_givens is not None:
             batch = extract_givens(batch, str(self.fused_givens))
         out = self._search(batch)
-        return grade_batch(out) if self.fused_givens is not None else out
+        return grade_batch(out, self.grading) if self.fused_givens is not None else out
 
     def _search(self, batch: pd.DataFrame) -> pd.DataFrame:
         rows = batch.to_dict("records")
@@ -421,19 +422,20 @@ def run_baseline(spec: MethodSpec, group: list[dict[str, Any]], generator: Any,
 
 # ---------------------------------------------------------------- stage 3: grade (CPU task)
 
-def grade_batch(batch: pd.DataFrame) -> pd.DataFrame:
-    """correct / flagged / silent_failure / error_type per row (pcr_ray.grading for answer equivalence)."""
-    return pd.DataFrame([grade_row(r) for r in batch.to_dict("records")])
+def grade_batch(batch: pd.DataFrame, mode: str = "default") -> pd.DataFrame:
+    """correct / flagged / silent_failure / error_type per row (pcr_ray.grading for answer equivalence; `mode`:
+    grading.mode)."""
+    return pd.DataFrame([grade_row(r, mode) for r in batch.to_dict("records")])
 
 
-def grade_row(r: dict[str, Any]) -> dict[str, Any]:
+def grade_row(r: dict[str, Any], mode: str = "default") -> dict[str, Any]:
     """A graded copy of a row: correct, flagged (the system signalled trouble), silent_failure, error type."""
     r = {k: _clean(v) for k, v in r.items()}
     answered = bool(r.get("answered"))
     correct = False
     if answered and not r.get("error"):
         try:
-            correct, r["grade_reason"] = grade_answer(r)
+            correct, r["grade_reason"] = grade_answer(r, mode)
         except Exception as exc:  # grading never raises by contract; a bug must not lose the row
             r["grade_reason"] = f"grading failed: {_exc_text(exc)}"
     flagged = (not answered) or bool(r.get("error")) or str(r.get("stop_reason") or "") in FLAG_STOPS
@@ -449,7 +451,7 @@ def grade_row(r: dict[str, Any]) -> dict[str, Any]:
 FLAG_STOPS = frozenset({"error", "max_steps", "exhausted", "no_candidates", "timeout", "unverified"})
 
 
-def grade_answer(r: Mapping[str, Any]) -> tuple[bool, str]:
+def grade_answer(r: Mapping[str, Any], mode: str = "default") -> tuple[bool, str]:
     """(correct, reason) of the row's answer against the gold one, with its source's setting (pcr_ray.grading)."""
     from types import SimpleNamespace
 
@@ -457,7 +459,7 @@ def grade_answer(r: Mapping[str, Any]) -> tuple[bool, str]:
 
     gold = SimpleNamespace(source=r.get("source") or "", answer=r.get("gold_answer") or "",
                            answer_value=r.get("gold_value"), answer_unit=r.get("gold_unit") or "")
-    res = grade_problem(r.get("answer_value"), gold, pred_unit=r.get("answer_unit") or "")
+    res = grade_problem(r.get("answer_value"), gold, pred_unit=r.get("answer_unit") or "", mode=mode)
     return bool(res.correct), str(res.reason)
 
 
@@ -512,7 +514,8 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
             max_task_retries=int(pcfg["worker_max_task_retries"]),
         )
     if not fused:
-        ds = ds.map_batches(grade_batch, batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
+        ds = ds.map_batches(grade_batch, fn_kwargs={"mode": str(spec.get("grading", "default"))},
+                            batch_format="pandas", batch_size=None, num_cpus=task_cpus, compute=tasks)
     return ds
 
 
