@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     m = json.loads((out / "metrics.json").read_text())
     print()
     print(f"pcr_ray demo: {m['n_problems']} problems, {len(m['methods'])} methods, {time.time() - t0:.0f} s")
+    print(f"grading: {m.get('grading', 'default')}")
     print(markdown_table(m))
     print()
     print("Wrong answers by error type:")

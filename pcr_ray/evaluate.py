@@ -266,6 +266,7 @@ def _print_summary(out: Path) -> None:
     from pcr_ray.pipeline.stats import paired_table
 
     m = json.loads((out / "metrics.json").read_text())
+    print(f"grading: {m.get('grading', 'default')}")
     print(markdown_table(m))
     print()
     print(error_table(m))
