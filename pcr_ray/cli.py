@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def usage() -> str:
     lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<15} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`pcr-ray COMMAND --help` shows a command's own help."]
+    lines += ["", "`pcr-ray COMMAND --help` shows a command's own help; `pcr-ray --version` the version."]
     return "\n".join(lines)
 
 
@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        from importlib.metadata import version
+
+        print(f"pcr-ray {version('pcr_ray')}")
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:

@@ -153,3 +153,12 @@ def test_the_actor_start_timeouts_are_in_the_schema():
     raw = OmegaConf.load(conf_dir() / "evaluate.yaml")
     assert raw.actors.generator.start_timeout_s > 0 and raw.actors.prm.start_timeout_s > 0
     assert raw.ray.wait_for_nodes_s > 0
+
+
+def test_the_cli_lists_plan_and_tells_its_version(capsys):
+    from importlib.metadata import version
+
+    from pcr_ray.cli import main as cli
+
+    assert cli(["--help"]) == 0 and "plan" in capsys.readouterr().out
+    assert cli(["--version"]) == 0 and capsys.readouterr().out.strip() == f"pcr-ray {version('pcr_ray')}"
