@@ -105,7 +105,8 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
             tp = int(g.get("tensor_parallel_size") or 1) if place["bundles"] else 1
             gpus = float(place["num_gpus"]) if not place["bundles"] else float(tp)
             cpus = float(place["num_cpus"]) if not place["bundles"] else float(place["bundles"][0]["CPU"])
-            mem = float(g.get("gpu_memory_utilization") or 0.0) if gpus > 0 else 0.0
+            on_gpu = gpus > 0 and str(g.get("device", "cuda")) != "cpu"  # a CPU engine may still reserve GPUs
+            mem = float(g.get("gpu_memory_utilization") or 0.0) if on_gpu else 0.0
             out.append(Pool(f"generator:{key}", int(a["replicas"]), cpus, gpus, tp, mem,
                             f"vLLM engine, {g.get('model')}"))
         else:
