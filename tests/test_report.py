@@ -49,3 +49,17 @@ def test_report_caps_the_trace_view():
     page = render_report(compute_metrics(rows), rows, max_problems=2)
     assert len(re.findall(r'<details class="problem"', page)) == 2
     assert "4 more problems are in results.parquet" in page
+
+
+def test_the_trace_view_filters_by_error_type_by_method_and_by_disagreement():
+    rows = _rows()
+    rows[1] = {**rows[1], "grade_reason": "value 1 vs gold 7 (rel. error 0.857)"}
+    page = render_report(compute_metrics(rows, ["nsprm", "greedy"]), rows)
+    p1 = re.search(r'<details class="problem" data-problem="p1"[^>]*>', page).group(0)
+    p2 = re.search(r'<details class="problem" data-problem="p2"[^>]*>', page).group(0)
+    assert 'data-errors="formula_misuse"' in p1 and 'data-wrong="greedy"' in p1 and 'data-disagree="1"' in p1
+    assert 'data-errors="no_answer"' in p2 and 'data-wrong="nsprm"' in p2
+    # the filter bar offers the error types that occur and every method; a method's name leads to its wrong answers
+    assert '<option value="formula_misuse">' in page and '<option value="no_answer">' in page
+    assert '<select id="f-wrong"' in page and 'href="#wrong=greedy"' in page
+    assert 'graded: <span class="meta">value 1 vs gold 7 (rel. error 0.857)</span>' in page  # why, per method

@@ -47,6 +47,16 @@ def test_chromium_renders_the_report_and_its_table_matches_metrics_json(ray_sess
     assert len(re.findall(r'<details class="problem"', dom.stdout)) == n_problems
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs) and len(parser.srcs) >= 3
 
+    # the metrics table's link to a method's wrong answers: the real script hides every other problem
+    rows = read_rows(run)
+    wrong = {r["problem_id"] for r in rows if r["method"] == "verifier_only" and not r["correct"]}
+    dom = _browser(["--dump-dom", f"{url}#wrong=verifier_only"], tmp_path / "profile3")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    problems = re.findall(r'<details class="problem" data-problem="([^"]+)"[^>]*?( style="display: none;")?>',
+                          dom.stdout)
+    assert {pid for pid, hidden in problems if not hidden} == wrong and len(problems) == n_problems
+    assert f"{len(wrong)} problems shown" in dom.stdout
+
     shot = tmp_path / "report.png"
     res = _browser([f"--screenshot={shot}", "--window-size=1280,1600", url], tmp_path / "profile2")
     assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]

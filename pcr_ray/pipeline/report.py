@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pcr_ray.pipeline.metrics import ERROR_TYPES, TABLE_COLUMNS, table_rows
 
@@ -153,7 +154,8 @@ def metrics_table_html(metrics: Mapping[str, Any], table_id: str = "metrics") ->
             key = raw_keys.get(col)
             val = metrics["methods"][m].get(key) if key else None
             dv = f' data-value="{val}"' if val is not None else ""
-            cells.append(f'<td data-col="{html.escape(col)}"{dv}>{html.escape(text)}</td>')
+            shown = (f'<a href="#wrong={quote(m)}">{html.escape(text)}</a>' if col == "method" else html.escape(text))
+            cells.append(f'<td data-col="{html.escape(col)}"{dv}>{shown}</td>')
         body.append(f'<tr data-method="{html.escape(m)}">' + "".join(cells) + "</tr>")
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
@@ -183,6 +185,8 @@ def trace_block(row: Mapping[str, Any]) -> str:
     answer = html.escape(str(row.get("answer") or "-"))
     stop = html.escape(str(row.get("stop_reason") or "-"))
     head = f"<b>{html.escape(str(row['method']))}</b>: {mark}; answer <code>{answer}</code>; stop <code>{stop}</code>"
+    if row.get("grade_reason"):
+        head += f'; graded: <span class="meta">{html.escape(str(row["grade_reason"])[:200])}</span>'
     if row.get("error_type"):
         head += f"; error <code>{html.escape(str(row['error_type']))}</code>"
         if row.get("error_detail"):
@@ -219,15 +223,60 @@ def traces_html(rows: Sequence[Mapping[str, Any]], methods: Sequence[str], max_p
         marks = " ".join(f'<span class="{"ok" if r.get("correct") else "bad"}">{html.escape(str(r["method"]))} '
                          f'{"&#10003;" if r.get("correct") else "&#10007;"}</span>' for r in rs)
         gold = html.escape(str(r0.get("gold_answer") or ""))
+        errors = sorted({str(r.get("error_type")) for r in rs if not r.get("correct") and r.get("error_type")})
+        wrong = [str(r["method"]) for r in rs if not r.get("correct")]
+        disagree = len({bool(r.get("correct")) for r in rs}) > 1
+        givens = _loads(r0.get("givens_json"), []) or []
+        given_text = "; ".join(f"{g.get('name')} = {g.get('value')} {g.get('unit', '')}".strip()
+                               for g in givens if isinstance(g, dict)) or "(none extracted)"
         out.append(
-            f'<details class="problem" data-problem="{html.escape(pid)}"><summary><code>{html.escape(pid)}</code> '
+            f'<details class="problem" data-problem="{html.escape(pid)}" data-errors="{html.escape(" ".join(errors))}" '
+            f'data-wrong="{html.escape(" ".join(wrong))}" data-disagree="{int(disagree)}">'
+            f'<summary><code>{html.escape(pid)}</code> '
             f'[{html.escape(str(r0.get("horizon")))}] gold <code>{gold}</code> {marks}</summary>'
             f'<div class="q">{html.escape(str(r0.get("question") or ""))}</div>'
+            f'<div class="meta">givens ({html.escape(str(r0.get("givens_source") or "extracted"))}): '
+            f"{html.escape(given_text)}</div>"
             + "".join(trace_block(r) for r in rs) + "</details>")
     more = len(by_pid) - max_problems
     if more > 0:
         out.append(f'<p class="meta">{more} more problems are in results.parquet.</p>')
     return "\n".join(out)
+
+
+FILTER_JS = """
+function pcrFilter(){
+  var err=document.getElementById('f-error').value, m=document.getElementById('f-wrong').value,
+      dis=document.getElementById('f-disagree').checked, shown=0;
+  document.querySelectorAll('details.problem').forEach(function(d){
+    var ok=(!err||(' '+d.dataset.errors+' ').indexOf(' '+err+' ')>=0)
+        &&(!m||(' '+d.dataset.wrong+' ').indexOf(' '+m+' ')>=0)&&(!dis||d.dataset.disagree==='1');
+    d.style.display=ok?'':'none'; if(ok){shown++;}
+  });
+  document.getElementById('f-count').textContent=shown+' problems shown';
+}
+function pcrShowWrong(m){
+  document.getElementById('f-wrong').value=m; document.getElementById('f-error').value='';
+  pcrFilter(); document.getElementById('traces').scrollIntoView();
+}
+function pcrFromHash(){  // report.html#wrong=METHOD: that method's wrong answers (the metrics table links here)
+  var h=location.hash.match(/^#wrong=(.+)$/); if(h){pcrShowWrong(decodeURIComponent(h[1]));}
+}
+window.addEventListener('hashchange', pcrFromHash);
+window.addEventListener('DOMContentLoaded', pcrFromHash);
+"""
+
+
+def filter_bar_html(rows: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> str:
+    """The trace view's filters: by error type, by a method's wrong answers, and where the methods disagree."""
+    errors = sorted({str(r.get("error_type")) for r in rows if not r.get("correct") and r.get("error_type")})
+    opt = "".join(f'<option value="{html.escape(e)}">{html.escape(e)}</option>' for e in errors)
+    mopt = "".join(f'<option value="{html.escape(m)}">{html.escape(m)}</option>' for m in methods)
+    return (f'<div id="filters" class="meta">error type <select id="f-error" onchange="pcrFilter()">'
+            f'<option value="">any</option>{opt}</select> wrong under <select id="f-wrong" onchange="pcrFilter()">'
+            f'<option value="">any method</option>{mopt}</select> <label><input type="checkbox" id="f-disagree" '
+            f'onchange="pcrFilter()"> methods disagree</label> <span id="f-count"></span></div>'
+            f"<script>{FILTER_JS}</script>")
 
 
 def paired_html(metrics: Mapping[str, Any]) -> str:
@@ -281,7 +330,10 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
 <h2>Paired comparisons</h2>{paired_html(metrics)}
 <h2>Error types (wrong answers)</h2>{err_html}
 <h2>Plots</h2><div class="plots">{imgs}</div>
-<h2>Traces</h2><p class="meta">Each step with the verifier's verdict and the PRM score.</p>
+<h2 id="traces">Traces</h2><p class="meta">Each problem: its givens, then every method's steps with the
+verifier's verdict and the PRM score, its answer and why it was graded so. A method's name in the metrics table
+shows the problems it got wrong.</p>
+{filter_bar_html(rows, methods)}
 {traces_html(rows, methods, max_problems)}
 {cfg}
 </body></html>
