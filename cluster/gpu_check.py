@@ -77,6 +77,25 @@ def pairs(n: int) -> list[tuple[str, str, str]]:
     return [(r["context"], r["pos_step"], r["neg_step"]) for r in rows][:n]
 
 
+def train_steps(loss_of: Callable[[int], Any], params: Any, steps: int, device: str, lr: float) -> tuple[list[float],
+                                                                                                      float]:
+    """`steps` AdamW steps on loss_of(step): the losses and the seconds they took (the GPU's queue drained)."""
+    import torch
+
+    opt = torch.optim.AdamW(params, lr=lr)
+    losses = []
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = loss_of(i)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return losses, time.perf_counter() - t0
+
+
 def step_env(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     import transformers
@@ -105,24 +124,17 @@ def step_prm_train(args: argparse.Namespace) -> dict[str, Any]:
     for precision in ("fp32", "bf16"):
         model, tok = prm_model(args)
         model.to(device).train()
-        opt = torch.optim.AdamW(model.parameters(), lr=2e-4)
-        losses = []
-        t0 = time.perf_counter()
-        for i in range(steps):
+
+        def pairwise(i: int, model: Any = model, tok: Any = tok, precision: str = precision) -> Any:
             batch = [data[(i * bs + j) % len(data)] for j in range(bs)]
             pos = encode_pairs(tok, [b[0] for b in batch], [b[1] for b in batch], 160)
             neg = encode_pairs(tok, [b[0] for b in batch], [b[2] for b in batch], 160)
             with autocast(precision, device):
                 lp = model(**model_inputs(model, pos, device)).float()
                 ln = model(**model_inputs(model, neg, device)).float()
-            loss = -torch.nn.functional.logsigmoid(lp - ln).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss))
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
+            return -torch.nn.functional.logsigmoid(lp - ln).mean()
+
+        losses, dt = train_steps(pairwise, model.parameters(), steps, args.device, 2e-4)
         first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
         out[precision] = {"steps_per_s": round(steps / dt, 2), "pairs_per_s": round(steps * bs / dt, 1),
                           "loss_first": round(first, 4), "loss_last": round(last, 4)}
@@ -179,23 +191,16 @@ def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
                       max_position_embeddings=2048, tie_word_embeddings=True)
     torch.manual_seed(0)
     model = LlamaForCausalLM(cfg).to(args.device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     bs, seq, steps = (8, 256, 10) if full else (2, 32, 6)
     ids = torch.randint(0, cfg.vocab_size, (bs, seq), generator=torch.Generator().manual_seed(1)).to(args.device)
     labels = ids.clone()
     labels[:, : seq // 2] = -100  # the prompt half: no loss, as in SFT on target tokens only
-    losses = []
-    t0 = time.perf_counter()
-    for _ in range(steps):
+
+    def sft(_: int) -> Any:
         with torch.autocast(device_type=args.device, dtype=torch.bfloat16, enabled=full):
-            loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss))
-    if args.device == "cuda":
-        torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
+            return model(input_ids=ids, labels=labels).loss
+
+    losses, dt = train_steps(sft, model.parameters(), steps, args.device, 3e-4)
     if not losses[-1] < losses[0]:
         raise RuntimeError(f"the SFT loss did not fall ({losses[0]:.3f} -> {losses[-1]:.3f})")
     return {"parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
