@@ -94,6 +94,8 @@ class PRMConfig:
     ensure: dict[str, Any]
     attention: str
     candidate_length: int
+    family: str
+    convention: Optional[str]
 
 
 @dataclass

@@ -50,7 +50,7 @@ def folder_digest(path: str | Path) -> str:
 def ship(path: str | Path) -> ShippedFolder:
     """On the driver: `path` packed into the object store (once per process and content); a URI as it is."""
     text = str(path)
-    if is_uri(text):
+    if is_uri(text) or not Path(text).is_dir():  # a URI, or a hub name (an off-the-shelf PRM): every node reads it
         return ShippedFolder(text)
     digest = folder_digest(text)
     key = (str(Path(text).resolve()), digest)
@@ -63,9 +63,11 @@ def ship(path: str | Path) -> ShippedFolder:
 
 
 def receive(shipped: ShippedFolder | str) -> Path:
-    """In an actor: a local folder with the shipped content (the driver's path when this node has it unchanged)."""
+    """In an actor: a local folder with the shipped content (the driver's path on the driver's node); a URI copied
+    into this node's cache; a hub name as it is."""
     if isinstance(shipped, str) or shipped.blob is None:
-        return local_path(shipped if isinstance(shipped, str) else shipped.path)
+        text = shipped if isinstance(shipped, str) else shipped.path
+        return local_path(text) if is_uri(text) or Path(text).exists() else Path(text)
     here = Path(shipped.path)
     if shipped.node == ray.get_runtime_context().get_node_id() and here.is_dir():
         return here

@@ -17,6 +17,7 @@ from pcr_ray.prm.base import META_FILE
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
 SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
+FAMILIES = ("cross_encoder", "causal_lm")  # this project's PRMs | off-the-shelf ones (pcr_ray.prm.causal_lm)
 RUNTIMES = ("torch", "onnx")  # a pair checkpoint's engine. torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime, CPU
 
 
@@ -29,9 +30,14 @@ def _make_one(kind: str) -> str:
             f"prm.checkpoint={QUICK} for the quick MiniLM PRM trained on this machine on first use")
 
 
-def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path:
-    """The checkpoint folder `prm_cfg` names; `quick` trains the quick PRM when missing unless train=False."""
+def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path | str:
+    """The checkpoint folder `prm_cfg` names; `quick` trains the quick PRM when missing unless train=False. An
+    off-the-shelf causal-LM PRM's checkpoint is its model: a hub name, a folder or a URI, as given."""
     ck = prm_cfg.get("checkpoint")
+    if prm_cfg.get("family") == "causal_lm":
+        if not ck:
+            raise MissingCheckpointError("a causal_lm PRM names its model in prm.checkpoint (a hub name or folder)")
+        return str(ck)
     kind = str(prm_cfg.get("kind", "csp"))
     if ck is None or str(ck) == "":
         raise MissingCheckpointError(f"no PRM checkpoint configured (prm.checkpoint is null): pass "
@@ -73,6 +79,16 @@ def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = Non
     """
     from pcr_ray.prm.scorer import PRMScorer
 
+    if prm_cfg.get("family") == "causal_lm":  # an off-the-shelf PRM scoring at step separators
+        from pcr_ray.paths import is_uri, local_path
+        from pcr_ray.prm.causal_lm import CausalLMPRM
+
+        model = str(checkpoint or checkpoint_path(prm_cfg))
+        model = str(local_path(model)) if is_uri(model) else model
+        kw = {k: prm_cfg[k] for k in ("max_batch", "max_length", "cache_size") if prm_cfg.get(k) is not None}
+        kw.update({k: v for k, v in overrides.items() if k in ("max_batch", "max_length", "cache_size")})
+        return CausalLMPRM.from_pretrained(model, str(prm_cfg.get("convention")), device=str(prm_cfg.get("device",
+                                           "cpu")), dtype="auto", **kw)
     path = require_checkpoint(checkpoint, str(prm_cfg.get("kind", "csp"))) if checkpoint else checkpoint_path(prm_cfg)
     kw = {k: prm_cfg[k] for k in SCORER_KEYS if prm_cfg.get(k) is not None}
     kw.update(overrides)
