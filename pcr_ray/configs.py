@@ -321,6 +321,8 @@ class ServeConfig:
     prm: PRMConfig
     checkpoint: Optional[str]
     kind: str
+    family: str
+    convention: Optional[str]
     prm_enabled: bool
     replicas: int
     max_batch_size: int

@@ -123,3 +123,31 @@ def test_nsprm_through_the_pipeline_with_a_causal_lm_prm(ray_session, qwen_prm, 
     assert sum(r["prm_calls"] for r in rows) > 0
     prm = next(a for n, a in read_metrics(out)["actors"].items() if n.startswith("pcr-prm-"))
     assert prm["identity"]["family"] == "causal_lm" and prm["pairs"] > 0
+
+
+def test_serve_scores_a_trace_with_a_causal_lm_prm(qwen_prm):
+    """The scoring service's settings name it (family, convention, checkpoint = the model), the replica's builder
+    makes it, and /v1/score returns its scores (over ASGI: the app is Ray-free)."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from pcr_ray.prm.build import build_scorer
+    from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app, resolve_checkpoint
+
+    s = ServeSettings.from_mapping({"family": "causal_lm", "convention": "qwen_prm", "checkpoint": str(qwen_prm)})
+    assert resolve_checkpoint(s) == str(qwen_prm)
+    with pytest.raises(ValueError, match="served by name"):
+        resolve_checkpoint(ServeSettings.from_mapping({"family": "causal_lm", "convention": "qwen_prm"}))
+    # what PRMScorerDeployment builds from these settings
+    scorer = build_scorer({"device": s.device, "family": s.family, "convention": s.convention, "max_batch": 8,
+                           "cache_size": 0}, resolve_checkpoint(s), max_length=None)
+    assert isinstance(scorer, CausalLMPRM)
+    trace = json.loads((Path(__file__).resolve().parents[1] / "pcr_ray" / "examples" / "car_from_rest.json")
+                       .read_text())
+    with TestClient(create_app(LocalBackend(scorer), s, str(qwen_prm))) as c:
+        body = c.post("/v1/score", json={"problem": "A car accelerates from rest. How far does it go?",
+                                         "trace": trace}).json()
+    scores = [st["score"] for st in body["steps"]]
+    assert scores and all(0 < x < 1 for x in scores)
+    assert body["aggregate"]["last"] == pytest.approx(scores[-1])

@@ -86,7 +86,8 @@ def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = Non
         model = str(checkpoint or checkpoint_path(prm_cfg))
         model = str(local_path(model)) if is_uri(model) else model
         kw = {k: prm_cfg[k] for k in ("max_batch", "max_length", "cache_size") if prm_cfg.get(k) is not None}
-        kw.update({k: v for k, v in overrides.items() if k in ("max_batch", "max_length", "cache_size")})
+        kw.update({k: v for k, v in overrides.items() if k in ("max_batch", "max_length", "cache_size")
+                   and v is not None})
         return CausalLMPRM.from_pretrained(model, str(prm_cfg.get("convention")), device=str(prm_cfg.get("device",
                                            "cpu")), dtype="auto", **kw)
     path = require_checkpoint(checkpoint, str(prm_cfg.get("kind", "csp"))) if checkpoint else checkpoint_path(prm_cfg)

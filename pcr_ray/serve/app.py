@@ -51,6 +51,8 @@ class ServeSettings:
 
     checkpoint: str | None = None
     kind: str = "csp"
+    family: str = "cross_encoder"  # or causal_lm: an off-the-shelf PRM named by checkpoint (pcr_ray.prm.causal_lm)
+    convention: str | None = None  # causal_lm: qwen_prm | math_shepherd
     prm_enabled: bool = True
     replicas: int = 1
     max_batch_size: int = 32
@@ -126,13 +128,18 @@ def no_checkpoint_message(kind: str = "csp") -> str:
             f"`pcr-ray serve checkpoint=/path/to/ckpt`.")
 
 
-def resolve_checkpoint(settings: ServeSettings) -> Path | None:
+def resolve_checkpoint(settings: ServeSettings) -> Path | str | None:
     """The checkpoint folder to serve, or None (no PRM); a configured path that is missing is an error.
 
     `quick` (or null) serves the cached quick PRM of `kind` when one has been trained; the service never trains.
+    A causal-LM PRM's checkpoint is its model, as named (a hub name, a folder or a URI).
     """
     if not settings.prm_enabled:
         return None
+    if settings.family == "causal_lm":
+        if not settings.checkpoint or settings.checkpoint == QUICK:
+            raise ValueError("a causal_lm PRM is served by name: checkpoint=MODEL (a hub name or a folder)")
+        return settings.checkpoint
     if settings.checkpoint and settings.checkpoint != QUICK:
         p = Path(settings.checkpoint).expanduser().resolve()
         if not p.is_dir():

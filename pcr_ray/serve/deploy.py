@@ -122,7 +122,8 @@ class PRMScorerDeployment:
 
     def __init__(self, checkpoint: str, max_batch_size: int = 32, int8: bool = False, device: str = "cpu",
                  scorer_max_batch: int = 64, scorer_max_length: int | None = None, torch_threads: int = 0,
-                 bf16: bool = False, runtime: str = "torch", cache_size: int = 0) -> None:
+                 bf16: bool = False, runtime: str = "torch", cache_size: int = 0, family: str = "cross_encoder",
+                 convention: str | None = None) -> None:
         if torch_threads > 0:
             import torch
 
@@ -130,7 +131,7 @@ class PRMScorerDeployment:
         from pcr_ray.prm.build import build_scorer
 
         prm_cfg = {"device": device, "runtime": runtime, "int8": int8, "bf16": bf16, "max_batch": scorer_max_batch,
-                   "cache_size": cache_size}
+                   "cache_size": cache_size, "family": family, "convention": convention}
         self.scorer = build_scorer(prm_cfg, checkpoint, max_length=scorer_max_length)
         self.max_batch_size = max_batch_size
         self.coalescer = ForwardCoalescer(self.scorer.score, max_batch_size)
@@ -180,7 +181,7 @@ def build_from_settings(settings: ServeSettings) -> Any:
             max_ongoing_requests=max(2 * settings.max_batch_size, 16),
         ).bind(str(ckpt), settings.max_batch_size, settings.int8,
                settings.device, settings.scorer_max_batch, settings.scorer_max_length, settings.torch_threads,
-               settings.bf16, settings.runtime, settings.cache_size)
+               settings.bf16, settings.runtime, settings.cache_size, settings.family, settings.convention)
     ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
                                      max_ongoing_requests=settings.max_ongoing_requests)
     return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None, auth.key_digest)
