@@ -50,13 +50,22 @@ def write_parquet(items: list[Any], path: Path) -> Path:
     return path
 
 
-def step_scores(items: list[Any], checkpoint: Path, int8: bool) -> tuple[list[list[float]], float, int]:
-    """The PRM's score of every step of every trace (its prefix as context, claimed values shown)."""
+def step_scores(items: list[Any], checkpoint: Path | None, int8: bool, prm_overrides: list[str] | None = None
+                ) -> tuple[list[list[float]], float, int]:
+    """The PRM's score of every step of every trace (its prefix as context, claimed values shown). With
+    prm_overrides (e.g. ["prm=qwen_math_prm_7b", "prm.device=cuda"]) the scorer is the one that config builds."""
     from pcr_ray.core.trace import parse_trace
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search.scoring import pair_for
 
-    scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, runtime="onnx" if int8 else "torch")
+    if prm_overrides:
+        from pcr_ray.configs import to_plain
+        from pcr_ray.evaluate import compose_config
+        from pcr_ray.prm.build import build_scorer
+
+        scorer = build_scorer(to_plain(compose_config(list(prm_overrides)))["prm"])
+    else:
+        scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, runtime="onnx" if int8 else "torch")
     pairs: list[tuple[str, str]] = []
     spans: list[tuple[int, int]] = []
     for it in items:
@@ -103,6 +112,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="the benchmark's seed (which traces get which error)")
     ap.add_argument("--checkpoint", default=None, help="PRM checkpoint (default: the quick CSP PRM, trained if "
                     "missing)")
+    ap.add_argument("--prm", nargs="+", default=None, metavar="OVERRIDE",
+                    help="score with the PRM these config overrides name, e.g. --prm prm=qwen_math_prm_7b "
+                         "prm.device=cuda (an off-the-shelf causal-LM PRM); default: --checkpoint")
     ap.add_argument("--fp32", action="store_true", help="score in fp32 (default: ONNX Runtime int8, as the demo)")
     ap.add_argument("--name", default="bench_first_error", help="result name")
     ap.add_argument("--out", default=None, help="folder for the JSON and parquet (default: <cache>/first_error)")
@@ -126,13 +138,15 @@ def main() -> int:
     items = build_bench(problems, BenchConfig(seed=args.seed))
     build_s = time.perf_counter() - t0
     parquet = write_parquet(items, out_dir / f"{args.name}.parquet")
-    if args.checkpoint:
+    if args.prm:
+        ck = None
+    elif args.checkpoint:
         ck = Path(args.checkpoint)
     else:
         from pcr_ray.prm.checkpoints import ensure_checkpoint
 
         ck = ensure_checkpoint("csp")
-    scores, prm_s, n_pairs = step_scores(items, ck, int8=not args.fp32)
+    scores, prm_s, n_pairs = step_scores(items, ck, int8=not args.fp32, prm_overrides=args.prm)
     verifier = [verifier_prediction(it.trace_json) for it in items]
     val = [i for i, it in enumerate(items) if it.split == "validation"]
     test = [i for i, it in enumerate(items) if it.split == "test"]
@@ -159,7 +173,7 @@ def main() -> int:
         "machine": machine_info(),
         "note": "other jobs shared the machine; times are indicative only",
         "parquet": str(parquet),
-        "checkpoint": str(ck),
+        "checkpoint": str(ck) if ck else " ".join(args.prm),
         "prm_int8": not args.fp32,
         "seed": args.seed, "physics_seed": args.physics_seed,
         "counts": counts,

@@ -151,3 +151,19 @@ def test_serve_scores_a_trace_with_a_causal_lm_prm(qwen_prm):
     scores = [st["score"] for st in body["steps"]]
     assert scores and all(0 < x < 1 for x in scores)
     assert body["aggregate"]["last"] == pytest.approx(scores[-1])
+
+
+def test_the_first_error_benchmark_scores_with_a_causal_lm_prm(qwen_prm):
+    """benchmarks/bench_first_error.py --prm prm=qwen_math_prm_7b ...: its step scores come from that PRM."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_first_error import step_scores
+
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.negatives.first_error import BenchConfig, build_bench
+
+    items = build_bench([p for p in generate_problems(6, seed=3) if p.gold_trace], BenchConfig(seed=0))[:3]
+    scores, _, n = step_scores(items, None, False, ["prm=qwen_math_prm_7b", f"prm.checkpoint={qwen_prm}",
+                                                    "prm.device=cpu"])
+    assert n == sum(len(s) for s in scores) > 0 and all(0 < x < 1 for s in scores for x in s)
