@@ -5,6 +5,7 @@ folder), stopped by their process groups and by the processes that name the clus
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -79,12 +80,17 @@ class LocalCluster:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def _node_ports() -> list[str]:
+WORKER_PORTS = 200  # ports per node for its worker processes
+
+
+def _node_ports(workers_from: int) -> list[str]:
+    """A node's own ports: its services' from the kernel's free ones (ephemeral, 32768 and up), its workers' a range
+    of their own below that, so that no two nodes of the cluster and no two of its components meet."""
     nm, om, agent, grpc, metrics, rt = free_ports(6)
-    low = free_ports(1)[0]
     return ["--node-manager-port", str(nm), "--object-manager-port", str(om), "--dashboard-agent-listen-port",
             str(agent), "--dashboard-agent-grpc-port", str(grpc), "--metrics-export-port", str(metrics),
-            "--runtime-env-agent-port", str(rt), "--min-worker-port", str(low), "--max-worker-port", str(low + 200)]
+            "--runtime-env-agent-port", str(rt), "--min-worker-port", str(workers_from),
+            "--max-worker-port", str(workers_from + WORKER_PORTS - 1)]
 
 
 def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] = (),
@@ -92,6 +98,7 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
     """A head (no GPU) and worker nodes, e.g. workers=({"cpus": 1, "gpus": 1, "env": {...}},); returns once every
     node has joined. Each node's `env` adds to the environment its workers inherit (a cache folder of its own)."""
     gcs, dash, client = free_ports(3)
+    workers_from = random.Random().randrange(20000, 30000 - WORKER_PORTS * (1 + len(workers)), WORKER_PORTS)
     temp_dir = tempfile.mkdtemp(prefix="pcrc", dir="/tmp")  # short: Ray's socket paths have a length limit
     token = workdir / "auth_token"
     token.write_text(secrets.token_hex(32))
@@ -103,12 +110,12 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
     head = [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
             "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--include-dashboard", "true",
             "--num-cpus", str(head_cpus), "--num-gpus", "0", "--temp-dir", temp_dir, "--ray-client-server-port",
-            str(client), "--disable-usage-stats", *_node_ports()]
+            str(client), "--disable-usage-stats", *_node_ports(workers_from)]
     nodes = [(head, {**env, **(head_env or {})}, "head")]
     for i, w in enumerate(workers):
         cmd = [str(BIN / "ray"), "start", "--block", "--address", f"127.0.0.1:{gcs}", "--node-ip-address",
                "127.0.0.1", "--num-cpus", str(w.get("cpus", 1)), "--num-gpus", str(w.get("gpus", 0)),
-               "--disable-usage-stats", *_node_ports()]
+               "--disable-usage-stats", *_node_ports(workers_from + WORKER_PORTS * (i + 1))]
         nodes.append((cmd, {**env, **dict(w.get("env") or {})}, f"worker{i + 1}"))
     try:
         for i, (cmd, node_env, name) in enumerate(nodes, 1):  # one at a time: two at once can time out on 2 cores

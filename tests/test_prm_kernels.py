@@ -52,7 +52,7 @@ def shared_checkpoint(tmp_path_factory):
                                                            candidate_length=24, max_length=96, dropout=0.0))
 
 
-def test_the_scorer_keeps_the_kernel_its_measurement_finds_faster(shared_checkpoint, monkeypatch):
+def test_the_scorer_keeps_the_kernel_its_measurement_finds_faster(shared_checkpoint, monkeypatch, tmp_path):
     """int8=true scores in per-token int8 where that is measured faster, in fp32 where not; the real scorers are
     built and timed, and the measurement's verdict (forced here both ways) decides which one is returned."""
     from pcr_ray.prm.scorer import PRMScorer
@@ -68,6 +68,7 @@ def test_the_scorer_keeps_the_kernel_its_measurement_finds_faster(shared_checkpo
         return fake_rates
 
     kernels._CHOSEN.clear()
+    monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "slow"))  # where a machine keeps its choice
     monkeypatch.setattr(kernels, "rates", verdict(0.04))  # int8 slow: the AVX2-only case
     slow = PRMScorer.from_checkpoint(shared_checkpoint, int8=True)
     assert slow.identity["int8"] is False and slow.identity["kernel"]["kernel"] == "fp32"
@@ -75,12 +76,21 @@ def test_the_scorer_keeps_the_kernel_its_measurement_finds_faster(shared_checkpo
     assert not any(isinstance(m, RowInt8Linear) for m in slow.model.modules())
     assert PRMScorer.from_checkpoint(shared_checkpoint, int8=True).identity["kernel"] == slow.identity["kernel"]
     assert len(measured) == 1  # once per process and checkpoint
+    # kept for this machine: a new process (the memo cleared) reads it and measures nothing, builds one scorer
     kernels._CHOSEN.clear()
+    again = PRMScorer.from_checkpoint(shared_checkpoint, int8=True)
+    assert len(measured) == 1 and again.identity["int8"] is False and "on this machine" in again.identity[
+        "kernel"]["reason"]
+    kernels._CHOSEN.clear()
+    monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "fast"))
     monkeypatch.setattr(kernels, "rates", verdict(4.0))
     fast = PRMScorer.from_checkpoint(shared_checkpoint, int8=True)
     assert fast.identity["int8"] is True and fast.identity["kernel"]["rates"]["int8_rows"] == 400.0
     assert any(isinstance(m, RowInt8Linear) for m in fast.model.modules())
     assert measured == [["fp32", "int8_rows"]] * 2
+    kernels._CHOSEN.clear()
+    kept = PRMScorer.from_checkpoint(shared_checkpoint, int8=True)  # the kept choice: int8, built alone
+    assert kept.identity["int8"] is True and any(isinstance(m, RowInt8Linear) for m in kept.model.modules())
     kernels._CHOSEN.clear()
     plain = PRMScorer.from_checkpoint(shared_checkpoint, int8=False)
     assert plain.identity["kernel"]["kernel"] == "fp32" and plain.identity["kernel"]["rates"] == {}
@@ -91,11 +101,12 @@ def test_the_scorer_keeps_the_kernel_its_measurement_finds_faster(shared_checkpo
     assert fast.logits(pairs) == pinned.logits(pairs) and slow.logits(pairs) == plain.logits(pairs)
 
 
-def test_a_real_measurement_on_the_loaded_model(shared_checkpoint):
+def test_a_real_measurement_on_the_loaded_model(shared_checkpoint, monkeypatch, tmp_path):
     """No stand-in: both kernels are timed on the checkpoint and the choice agrees with the rates recorded."""
     from pcr_ray.prm.scorer import PRMScorer
 
     kernels._CHOSEN.clear()
+    monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path))
     sc = PRMScorer.from_checkpoint(shared_checkpoint, int8=True)
     k = sc.identity["kernel"]
     assert set(k["rates"]) == {"int8_rows", "fp32"} and k["unit"] == "pairs/s" and all(v > 0 for v in

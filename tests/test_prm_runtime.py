@@ -151,7 +151,7 @@ def test_onnx_int8_is_kept_only_where_it_is_measured_faster(checkpoint):
     the scorer returned runs the faster, and its identity says which, with both rates."""
     from pcr_ray.prm import kernels
 
-    kernels._CHOSEN.clear()
+    kernels._CHOSEN.clear()  # measured here, or recalled from this machine's earlier measurement: the same record
     sc = PRMScorer.from_checkpoint(checkpoint, max_length=160, runtime="onnx", int8=True)
     k = sc.identity["kernel"]
     assert set(k["rates"]) == {"onnx_int8", "fp32"}

@@ -5,16 +5,21 @@ magnitude there: `torch._int_mm` (the per-token int8 of pcr_ray.prm.int8_rows) r
 where a CPU has them and on a slow fallback where it has AVX2 alone; ONNX Runtime's int8 has AVX2 kernels but
 scores one pair per pass; and how much a model gains also depends on what lies between its int8 products. So
 `prm.int8=true` means "int8 where it is faster here": the loader scores one typical request (a context and 16
-candidates) through both scorers, in turn, and keeps the faster (int8 from MIN_SPEEDUP x fp32's rate). The choice
+candidates) through both scorers, in turn, and keeps the faster (int8 from MIN_SPEEDUP x fp32's rate), once per
+machine and checkpoint (the choice is kept in the cache, keyed by the CPU and torch's version). The choice
 and both rates go into the scorer's identity (metrics.json, Serve's /v1/info, `pcr-ray solve --verbose`). Either
 kernel keeps a score a function of its pair alone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 INT8_ROWS, ONNX_INT8, FP32 = "int8_rows", "onnx_int8", "fp32"
@@ -84,14 +89,45 @@ def pick(int8_kernel: str, measured: dict[str, float], unit: str) -> KernelChoic
                         f"({torch.backends.cpu.get_cpu_capability()}); int8 is kept from {MIN_SPEEDUP}x")
 
 
+def _machine_file(key: Hashable) -> Path:
+    """Where a choice is kept for this machine: the cache, by a digest of the key, the CPU and torch's version."""
+    import hashlib
+    import platform
+
+    import torch
+
+    from pcr_ray.paths import cache_dir
+
+    cpu = platform.processor()
+    with contextlib.suppress(OSError):
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), cpu)
+    blob = json.dumps([repr(key), cpu, os.cpu_count(), torch.__version__, torch.backends.cpu.get_cpu_capability(),
+                       os.environ.get("ONEDNN_MAX_CPU_ISA", "")])
+    return cache_dir() / "kernels" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
+
+
+def recall(key: Hashable) -> KernelChoice | None:
+    """The choice already made for `key` in this process, or on this machine (kept in the cache), else None."""
+    if key not in _CHOSEN:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            d = json.loads(_machine_file(key).read_text())
+            _CHOSEN[key] = KernelChoice(d["kernel"], dict(d["rates"]), d["unit"], f"{d['reason']} (measured "
+                                        f"{d['measured_at']} on this machine)")
+    return _CHOSEN.get(key)
+
+
 def choose(int8_kernel: str, int8_score: Callable[[list[tuple[str, str]]], object],
            fp32_score: Callable[[list[tuple[str, str]]], object], key: Hashable) -> KernelChoice:
-    """int8_kernel or fp32, by scoring probe_pairs() through each (once per process and `key`: the checkpoint,
-    engine, threads and batch size)."""
-    if key not in _CHOSEN:
+    """int8_kernel or fp32, by scoring probe_pairs() through each; kept per process and per machine (the cache)
+    under `key` (the checkpoint, engine, threads and batch size), so that it is measured once."""
+    if recall(key) is None:
         pairs = probe_pairs()
         measured = rates({int8_kernel: lambda: int8_score(pairs), FP32: lambda: fp32_score(pairs)}, len(pairs))
-        _CHOSEN[key] = pick(int8_kernel, measured, "pairs/s")
+        _CHOSEN[key] = choice = pick(int8_kernel, measured, "pairs/s")
+        with contextlib.suppress(OSError):
+            f = _machine_file(key)
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps({**choice.to_dict(), "measured_at": time.strftime("%Y-%m-%d %H:%M")}))
     return _CHOSEN[key]
 
 

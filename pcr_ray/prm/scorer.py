@@ -126,6 +126,12 @@ class PRMScorer:
                        **kw)
 
         int8_kernel = kernels.ONNX_INT8 if runtime == "onnx" else kernels.INT8_ROWS
+        key = (identity["checkpoint"], (Path(path) / META_FILE).stat().st_mtime_ns, runtime, threads,
+               torch.get_num_threads(), max_batch, max_length)
+        known = kernels.recall(key) if int8 and measure_kernel else None
+        if known is not None:  # chosen before on this machine: build that scorer alone
+            int8 = known.kernel == int8_kernel
+            measure_kernel = False
         if runtime == "onnx":
             from pcr_ray.prm.onnx_runtime import load_onnx
 
@@ -140,13 +146,12 @@ class PRMScorer:
                 quantize_rows(int8_model.encoder)  # one scale per token: a score stays a function of its pair
                 int8_model.to(device)
         if int8_model is None:
-            return build(fp32_model, False, kernels.forced("bf16" if bf16 else kernels.FP32, f"int8=false on {device}"))
+            return build(fp32_model, False, known or kernels.forced("bf16" if bf16 else kernels.FP32,
+                                                                     f"int8=false on {device}"))
         if fp32_model is None:
-            return build(int8_model, True, kernels.forced(int8_kernel, "int8 pinned by the caller"))
+            return build(int8_model, True, known or kernels.forced(int8_kernel, "int8 pinned by the caller"))
         scorers = {True: build(int8_model, True, kernels.forced(int8_kernel, "")),
                    False: build(fp32_model, False, kernels.forced(kernels.FP32, ""))}
-        key = (identity["checkpoint"], (Path(path) / META_FILE).stat().st_mtime_ns, runtime, threads,
-               torch.get_num_threads(), max_batch, max_length)
         choice = kernels.choose(int8_kernel, scorers[True]._forward_all, scorers[False]._forward_all, key)
         chosen = scorers[choice.kernel == int8_kernel]
         chosen.identity["kernel"] = choice.to_dict()
