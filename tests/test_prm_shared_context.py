@@ -201,17 +201,27 @@ def test_pair_checkpoints_stay_pair_and_bad_attention_is_refused(tiny, tmp_path)
 
 
 def test_quick_shared_checkpoint_lives_apart(tmp_path, monkeypatch):
+    """Each recipe (attention, budget, ...), data and code version has a folder of its own, named by its key."""
     from pcr_ray.prm import checkpoints as ck
 
     monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "cache"))
-    assert ck.default_checkpoint_dir("csp", "shared_context") == tmp_path / "cache" / "prm" / "csp_shared"
-    assert ck.default_checkpoint_dir("csp") == tmp_path / "cache" / "prm" / "csp_shared"  # the default
-    assert ck.default_checkpoint_dir("csp", "pair") == tmp_path / "cache" / "prm" / "csp"
+    shared, pair = ck.default_checkpoint_dir("csp", "shared_context"), ck.default_checkpoint_dir("csp", "pair")
+    assert shared.parent == pair.parent == tmp_path / "cache" / "prm"
+    assert shared.name.startswith("csp_shared-") and pair.name.startswith("csp-") and shared != pair
+    assert ck.default_checkpoint_dir("csp") == shared  # shared context: the default
     assert ck.find_checkpoint("csp", "shared_context") is None
     small = ck.recipe_of("csp", "shared_context", budget_pairs=10)
     assert ck.default_checkpoint_dir("csp", "shared_context", small).name.startswith("csp_shared-")
-    assert ck.default_checkpoint_dir("csp", "shared_context", ck.recipe_of("csp", "shared_context")).name == \
-        "csp_shared"
+    assert ck.default_checkpoint_dir("csp", "shared_context", small) != shared
+    # the oldest versions of a name go, beyond KEEP_VERSIONS
+    for i in range(5):
+        (shared.parent / f"csp_shared-old{i}").mkdir(parents=True)
+    (shared.parent / "csp-keepme").mkdir()
+    shared.mkdir()
+    ck.prune_old(shared)
+    left = sorted(p.name for p in shared.parent.iterdir())
+    assert len([n for n in left if n.startswith("csp_shared-")]) == ck.KEEP_VERSIONS and shared.name in left
+    assert "csp-keepme" in left
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ the NS-PRM, random perturbations for the conventional PRM), and streamed to the 
 `ray.train.get_dataset_shard`. ScalingConfig(num_workers, use_gpu) comes from the config, so the same command
 runs with 1 CPU worker here and N GPU workers on a cluster. Every epoch reports metrics with a checkpoint;
 rerunning with the same run_name and storage_path resumes from the latest one. The final PRM checkpoint is
-exported to `output` (default: cache_dir()/prm/<kind>, where the demo and evaluate look).
+exported to `output` (default: cache_dir()/prm/<kind>; evaluate takes it as prm.checkpoint=...).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The one way a PRM scorer is built from a `prm:` config: which checkpoint folder, then the scorer on it.
 
 `prm.checkpoint` is a checkpoint folder (a path, or a URI such as s3://bucket/prm that pyarrow.fs reads), or
-`quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention` (cache_dir()/prm/<kind>, or
-<kind>_shared), trained on first use on this machine (pcr_ray.prm.checkpoints).
+`quick`: the cached quick MiniLM PRM of `prm.kind` and `prm.attention` (cache_dir()/prm/<kind>-<key>, or
+<kind>_shared-<key>), trained on first use on this machine (pcr_ray.prm.checkpoints).
 Nothing else trains a replacement: a folder that is missing is an error that names it and says how to make one.
 """
 

@@ -1,16 +1,16 @@
 """Where the quick PRM lives, and its in-process CPU training (`prm.checkpoint=quick`, see pcr_ray/prm/build.py).
 
-`ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>_shared
-(the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>, the standard
-cross-encoder) when it holds a checkpoint of the same recipe, else builds pairs from gold traces (procedural
+`ensure_checkpoint(kind)` is what `quick` resolves to on the driver: it returns cache_dir()/prm/<kind>_shared-<key>
+(the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>-<key>, the standard
+cross-encoder) when it holds a checkpoint, else builds pairs from gold traces (procedural
 physics problems with a seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a
 small budget (about 9 minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one).
 
 The cache is per user ($XDG_CACHE_HOME/pcr_ray, shared by every checkout and by the tests), so a checkpoint is
-trained once per machine. Each one is keyed (recipe.json) by everything that determines it: the recipe's
-settings, the content of the data files it reads and the source of the code that makes its pairs and trains it
-(CODE_FILES); a different key trains anew. A recipe other than the default (a test-size one, say) lives beside
-the default in a folder named with its key. A file lock keeps concurrent callers from training twice.
+trained once per machine. Each one is keyed (the folder's name, and recipe.json) by everything that determines
+it: the recipe's settings, the content of the data files it reads and the source of the code that makes its
+pairs and trains it (CODE_FILES); a different key trains anew into a folder of its own, and the oldest of one
+name beyond KEEP_VERSIONS go. A file lock keeps concurrent callers from training twice.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
 DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
+KEEP_VERSIONS = 3  # checkpoints of one recipe name kept for other code or data versions (other checkouts)
 # the source that determines a quick checkpoint: the gold traces and their verifier (core/, data/), the negatives,
 # and the PRM's rendering, model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
 CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py", "prm/render.py",
@@ -97,16 +98,25 @@ def recipe_key(recipe: Mapping[str, Any]) -> str:
 
 def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context",
                            recipe: Mapping[str, Any] | None = None) -> Path:
-    """cache_dir()/prm/<kind> (pair attention) or cache_dir()/prm/<kind>_shared (shared_context) for the default
-    recipe; another recipe's folder has its key appended (<kind>_shared-<key>)."""
+    """cache_dir()/prm/<kind>-<key> (pair attention) or cache_dir()/prm/<kind>_shared-<key> (shared_context), the
+    key (recipe_key, 12 digits) of `recipe` (default: the quick recipe of kind and attention) on this machine's data
+    and code: each recipe, data and code version has a folder of its own."""
     from pcr_ray.prm.shared import check_attention
 
     _check_kind(kind)
     check_attention(attention)
+    recipe = recipe_of(kind, attention) if recipe is None else recipe
     name = kind if attention == "pair" else f"{kind}_shared"
-    if recipe is not None and dict(recipe) != recipe_of(kind, attention):
-        name = f"{name}-{recipe_key(recipe)[:12]}"
-    return cache_dir() / "prm" / name
+    return cache_dir() / "prm" / f"{name}-{recipe_key(recipe)[:12]}"
+
+
+def prune_old(dest: Path, keep: int = KEEP_VERSIONS) -> None:
+    """Remove all but the `keep` newest checkpoints of dest's name (other keys: older code or data)."""
+    base = dest.name.rsplit("-", 1)[0]
+    olds = sorted((p for p in dest.parent.glob(f"{base}-*") if p.is_dir() and p != dest and
+                   p.name.rsplit("-", 1)[0] == base), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in olds[max(0, keep - 1):]:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 def find_checkpoint(kind: str = "csp", attention: str = "shared_context",
@@ -191,7 +201,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
     is a fixed number of pairs, so the same data and seed train the same steps on any machine (up to
     floating-point differences between CPUs).
     `attention` is "shared_context" (the default, pcr_ray.prm.shared) or "pair" (the standard cross-encoder, cached
-    apart in cache_dir()/prm/<kind>).
+    apart in cache_dir()/prm/<kind>-<key>).
     """
     from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
     from pcr_ray.prm.train_loop import TrainConfig, train_local
@@ -228,6 +238,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
             (Path(final) / RECIPE_FILE).write_text(json.dumps({"key": recipe_key(recipe), "recipe": recipe},
                                                               indent=2, default=str))
             install_checkpoint(Path(final), dest)
+            prune_old(dest)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         acc = metrics.get("val_pairwise_acc", float("nan"))
