@@ -217,11 +217,13 @@ def test_quick_shared_checkpoint_lives_apart(tmp_path, monkeypatch):
     for i in range(5):
         (shared.parent / f"csp_shared-old{i}").mkdir(parents=True)
     (shared.parent / "csp-keepme").mkdir()
+    (shared.parent / "csp_shared").mkdir()
+    (shared.parent / "csp_shared" / "prm.json").write_text("{}")  # made before folders had keys
     shared.mkdir()
     ck.prune_old(shared)
     left = sorted(p.name for p in shared.parent.iterdir())
     assert len([n for n in left if n.startswith("csp_shared-")]) == ck.KEEP_VERSIONS and shared.name in left
-    assert "csp-keepme" in left
+    assert "csp-keepme" in left and "csp_shared" not in left
 
 
 @pytest.mark.slow

@@ -117,6 +117,8 @@ def prune_old(dest: Path, keep: int = KEEP_VERSIONS) -> None:
                    p.name.rsplit("-", 1)[0] == base), key=lambda p: p.stat().st_mtime, reverse=True)
     for p in olds[max(0, keep - 1):]:
         shutil.rmtree(p, ignore_errors=True)
+    if (dest.parent / base / META_FILE).exists():  # a folder of the name without a key: made before keys
+        shutil.rmtree(dest.parent / base, ignore_errors=True)
 
 
 def find_checkpoint(kind: str = "csp", attention: str = "shared_context",
