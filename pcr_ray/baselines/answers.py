@@ -11,7 +11,7 @@ _NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+(?
 _NUM_RE = re.compile(rf"(?<![\w.])({_NUM})(?:\s*/\s*(\d+(?:\.\d+)?))?")
 _ANSWER_LINE = re.compile(r"(?:final\s+)?answer\s*(?:is|:|=)\s*(.+)", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
-_UNIT_TOKEN = re.compile(r"^\s*([A-Za-z$%°µμΩ][\w/^*·.\-$%°µμΩ()]*(?:\s*/\s*[A-Za-z][\w^]*)?)")
+_UNIT_TOKEN = re.compile(r"^\s*((?:1/)?[A-Za-z$%°µμΩ][\w/^*·.\-$%°µμΩ()]*(?:\s*/\s*[A-Za-z][\w^]*)?)")
 
 
 @dataclass(frozen=True)
