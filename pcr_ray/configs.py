@@ -360,9 +360,43 @@ class DataBuildConfig:
     stats_file: str
 
 
+@dataclass
+class SFTRecipeConfig:
+    name: str
+    base_model: str
+    physics_problems: int
+    physics_seed: int
+    physics_mix: str
+    gsm8k_train: int
+    formats: list[str]
+    epochs: float
+    lr: float
+    batch_size: int
+    max_len: int
+    warmup: int
+    lora_r: int
+    lora_alpha: int
+    bf16: bool
+    seed: int
+    max_steps: int
+    prompt: str
+
+
+@dataclass
+class SFTConfig:
+    sft_recipe: SFTRecipeConfig
+    output: Optional[str]
+    data_dir: Optional[str]
+    storage_path: Optional[str]
+    run_name: Optional[str]
+    scaling: ScalingConfig
+    ray: RayConfig
+
+
 SCHEMAS: dict[str, type] = {
     "evaluate": EvaluateConfig, "solve": SolveConfig, "make_pairs": MakePairsConfig, "train_prm": TrainPRMConfig,
     "eval_prm": EvalPRMConfig, "mine_pairs": MinePairsConfig, "serve": ServeConfig, "data": DataBuildConfig,
+    "sft": SFTConfig,
 }
 
 

@@ -19,12 +19,13 @@ FORBIDDEN: dict[str, set[str]] = {
     "data": {"ray", "torch"},
     "prm": {"ray"},
     "generators": {"ray"},
+    "sft": {"ray"},
     "baselines": {"ray", "torch"},
     "serve/app.py": {"ray"},
     "serve/models.py": {"ray", "torch"},
 }
 # the one module of a folder that is its Ray adapter
-ALLOWED = {"data/ray_dataset.py"}
+ALLOWED = {"data/ray_dataset.py", "sft/command.py"}
 
 
 def _modules() -> list[Path]:

@@ -73,7 +73,7 @@ def uses_feedback(generator: Any) -> bool:
 
 
 def build_generator(cfg: Mapping[str, Any]) -> Generator:
-    """A generator from a config mapping: cfg['kind'] in {enumerate, llamacpp, vllm}; other keys go to it."""
+    """A generator from a config mapping: cfg['kind'] in {enumerate, llamacpp, vllm, hf}; other keys go to it."""
     conf = dict(cfg)
     kind = conf.pop("kind", None) or conf.pop("name", None)
     if kind in ("enumerate", "enumerator"):
@@ -88,4 +88,8 @@ def build_generator(cfg: Mapping[str, Any]) -> Generator:
         from pcr_ray.generators.vllm import VLLMGenerator
 
         return VLLMGenerator.from_config(conf)
-    raise ValueError(f"unknown generator kind {kind!r}; expected enumerate, llamacpp or vllm")
+    if kind == "hf":
+        from pcr_ray.generators.hf import HFGenerator
+
+        return HFGenerator.from_config(conf)
+    raise ValueError(f"unknown generator kind {kind!r}; expected enumerate, llamacpp, vllm or hf")

@@ -11,7 +11,7 @@ from typing import Any
 from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.primitives.registry import EXACT
 from pcr_ray.generators.base import ProposalRequest
-from pcr_ray.generators.prompts import Message, messages_for
+from pcr_ray.generators.prompts import PROMPTS, Message, messages_for
 from pcr_ray.generators.schema import (
     full_trace_schema,
     givens_schema,
@@ -59,8 +59,9 @@ def sample_seeds(req: ProposalRequest, base_seed: int) -> tuple[int, ...]:
 
 
 def build_call(req: ProposalRequest, *, base_seed: int = 0, schema_level: str = "ops", constrained: bool = True,
-               max_ops: int = 40) -> LLMCall:
-    """Messages and schema for one request, by mode (python/direct requests are unconstrained)."""
+               max_ops: int = 40, prompt: str = "full") -> LLMCall:
+    """Messages and schema for one request, by mode (python/direct requests are unconstrained); `prompt`:
+    'full' (op list and worked example) or 'compact' (for a model fine-tuned on traces)."""
     ops: list[str] = []
     schema: dict[str, Any] | None = None
     if req.mode in ("step", "full"):
@@ -71,7 +72,7 @@ def build_call(req: ProposalRequest, *, base_seed: int = 0, schema_level: str = 
                       else full_trace_schema(variables, level=schema_level, ops=ops))
     elif req.mode == "givens" and constrained:
         schema = givens_schema()
-    return LLMCall(messages_for(req, ops), schema, sample_seeds(req, base_seed), tuple(ops))
+    return LLMCall(messages_for(req, ops, prompt), schema, sample_seeds(req, base_seed), tuple(ops))
 
 
 def clean_output(text: str, mode: str) -> str:
@@ -106,3 +107,15 @@ def count_schema_valid(requests: Sequence[ProposalRequest], outputs: Sequence[Se
             except (ValueError, jsonschema.ValidationError):
                 pass
     return valid, total
+
+
+def checkpoint_prompt(folder: str, prompt: str) -> str:
+    """The step prompt for a model folder: `prompt` unless 'auto', then what sft.json records ('full' without)."""
+    if prompt != "auto":
+        if prompt not in PROMPTS:
+            raise ValueError(f"generator.prompt must be auto or one of {PROMPTS}, got {prompt!r}")
+        return prompt
+    from pcr_ray.sft.train import read_recipe
+
+    record = read_recipe(folder)
+    return str(record.get("prompt", "full")) if record else "full"

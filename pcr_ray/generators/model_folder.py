@@ -111,7 +111,13 @@ TINY_MODELS = {"tiny:smollm2": ensure_tiny_model, "tiny:smollm2-half": ensure_ha
 
 
 def resolve_model(model: str) -> str:
-    """A generator config's `model`: a `tiny:` name -> its converted folder; anything else unchanged."""
+    """A generator config's `model`: a `tiny:` name -> its converted folder, an `sft:` name -> its quick
+    fine-tune (trained on first use); anything else unchanged."""
+    if model.startswith("sft:"):
+        # deferred: training needs torch and peft, which a generator that only loads a folder does not
+        from pcr_ray.sft.quick import ensure_quick_sft
+
+        return str(ensure_quick_sft(model.removeprefix("sft:")))
     if model.startswith("tiny:"):
         if model not in TINY_MODELS:
             raise ValueError(f"unknown tiny model {model!r}; known: {sorted(TINY_MODELS)}")

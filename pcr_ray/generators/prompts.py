@@ -19,6 +19,11 @@ STEP_SYSTEM = (
     "such as m, m/s, m/s^2, kg, N, J, s, USD, item. Physical constants come from the op const by name."
 )
 
+# For a model fine-tuned on the trace format (`pcr-ray sft`): no op list, no worked example.
+COMPACT_STEP_SYSTEM = ("Write the next step of the trace, or the answer declaration once a variable holds the "
+                       "answer, as one JSON object.")
+PROMPTS = ("full", "compact")
+
 FULL_SYSTEM = (
     "You solve quantitative problems as a trace of typed steps. Each step applies ONE op from the list to "
     "earlier variables (or to dimensionless numbers) and defines a new variable with its unit. Reply with "
@@ -96,12 +101,17 @@ def step_user_message(req: ProposalRequest, ops: Sequence[str] | None = None) ->
     return "\n".join(parts)
 
 
-def step_messages(req: ProposalRequest, ops: Sequence[str] | None = None, *, few_shot: bool = True) -> list[Message]:
+def step_messages(req: ProposalRequest, ops: Sequence[str] | None = None, *, few_shot: bool = True,
+                  prompt: str = "full") -> list[Message]:
     """Chat messages asking for the next step (or the answer declaration) of `req`.
 
     The system prompt and the worked example are the same for every request (a backend can reuse their
     KV cache); the op list, which depends on the variables at hand, comes with the request's own message.
+    prompt='compact' (a model fine-tuned on traces) sends the problem, givens and steps alone.
     """
+    if prompt == "compact":
+        return [{"role": "system", "content": COMPACT_STEP_SYSTEM},
+                {"role": "user", "content": step_user_message(req, None)}]
     msgs: list[Message] = [{"role": "system", "content": STEP_SYSTEM}]
     if few_shot:
         ex = ProposalRequest("example", EXAMPLE_PROBLEM, EXAMPLE_GIVENS, EXAMPLE_STEPS, target_unit="m")
@@ -146,10 +156,12 @@ def givens_messages(req: ProposalRequest) -> list[Message]:
             {"role": "user", "content": f"Problem: {req.problem_text.strip()}"}]
 
 
-def messages_for(req: ProposalRequest, ops: Sequence[str] | None = None) -> list[Message]:
-    """The messages for any request mode."""
+def messages_for(req: ProposalRequest, ops: Sequence[str] | None = None, prompt: str = "full") -> list[Message]:
+    """The messages for any request mode (`prompt` applies to steps: 'full' or 'compact')."""
+    if prompt not in PROMPTS:
+        raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
     if req.mode == "step":
-        return step_messages(req, ops)
+        return step_messages(req, ops, prompt=prompt)
     if req.mode == "full":
         return full_messages(req, ops)
     if req.mode == "python":

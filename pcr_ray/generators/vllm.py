@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcr_ray.generators.base import GeneratorStats, ProposalRequest
-from pcr_ray.generators.llm_common import build_call, clean_output
+from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
 from pcr_ray.generators.prompts import Message
 
 ChatTemplate = Callable[[list[Message]], str]
@@ -64,11 +64,12 @@ class VLLMRequest:
 
 def build_vllm_batch(requests: Sequence[ProposalRequest], chat_template: ChatTemplate, *, temperature: float,
                      top_p: float, max_tokens: int, max_tokens_free: int, base_seed: int, schema_level: str,
-                     max_ops: int) -> list[VLLMRequest]:
+                     max_ops: int, prompt: str = "full") -> list[VLLMRequest]:
     """The engine's inputs for a batch: chat-templated prompts, n = k, a seed and the JSON schema per request."""
     batch = []
     for req in requests:
-        call = build_call(req, base_seed=base_seed, schema_level=schema_level, constrained=True, max_ops=max_ops)
+        call = build_call(req, base_seed=base_seed, schema_level=schema_level, constrained=True, max_ops=max_ops,
+                          prompt=prompt)
         mt = max_tokens if req.mode == "step" else max_tokens_free
         batch.append(VLLMRequest(chat_template(call.messages), req.k, temperature, top_p, mt, call.seeds[0],
                                  call.schema, req.mode))
@@ -103,7 +104,8 @@ class VLLMGenerator:
                  disable_any_whitespace: bool = True, cpu_kvcache_gb: int | None = None,
                  omp_threads: int | None = None, temperature: float = 0.7, top_p: float = 0.95,
                  max_tokens: int = 256, max_tokens_free: int = 1024, seed: int = 0, schema_level: str = "ops",
-                 max_ops: int = 48, max_engine_restarts: int = 2, num_cpus: float | None = None) -> None:
+                 max_ops: int = 48, max_engine_restarts: int = 2, num_cpus: float | None = None,
+                 prompt: str = "auto") -> None:
         if device not in DEVICES:
             raise ValueError(f"vllm generator: device must be one of {DEVICES}, got {device!r}")
         self.model = model
@@ -126,6 +128,8 @@ class VLLMGenerator:
             max_tokens_free
         self.seed, self.schema_level, self.max_ops = seed, schema_level, max_ops
         self.max_engine_restarts = int(max_engine_restarts)
+        self.prompt_setting = prompt
+        self.prompt = prompt if prompt != "auto" else "full"  # 'auto' resolves when the model folder is known
         self.stats = GeneratorStats()
         self.stats.extra.update({"tokens": 0, "truncated": 0, "engine_starts": 0, "engine_restarts": 0})
         self._llm: Any = None            # the AsyncLLM, on self._loop
@@ -148,8 +152,8 @@ class VLLMGenerator:
     @property
     def identity(self) -> dict[str, Any]:
         return {"kind": "vllm", "model": self.model, "device": self.device, "temperature": self.temperature,
-                "schema_level": self.schema_level, **{k: self.engine_kwargs[k] for k in ("tensor_parallel_size",
-                                                                                          "max_model_len")}}
+                "schema_level": self.schema_level, "prompt": self.prompt,
+                **{k: self.engine_kwargs[k] for k in ("tensor_parallel_size", "max_model_len")}}
 
     # -- the engine and its loop ---------------------------------------------------------------------------
 
@@ -181,6 +185,7 @@ class VLLMGenerator:
             if self.omp_threads:
                 os.environ["OMP_NUM_THREADS"] = str(self.omp_threads)
         kwargs = dict(self.engine_kwargs, model=resolve_model(self.model))
+        self.prompt = checkpoint_prompt(kwargs["model"], self.prompt_setting)
         return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
 
     async def _get_engine(self) -> Any:
@@ -264,7 +269,8 @@ class VLLMGenerator:
             template = await self._chat_template_fn(engine)
             batch = build_vllm_batch(requests, template, temperature=self.temperature, top_p=self.top_p,
                                      max_tokens=self.max_tokens, max_tokens_free=self.max_tokens_free,
-                                     base_seed=self.seed, schema_level=self.schema_level, max_ops=self.max_ops)
+                                     base_seed=self.seed, schema_level=self.schema_level, max_ops=self.max_ops,
+                                     prompt=self.prompt)
             results = await asyncio.gather(*(self._one(engine, b, f"{tag}-{attempt}-{i}")
                                              for i, b in enumerate(batch)), return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException)]

@@ -367,6 +367,12 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
                      faults: Mapping[str, str] | None = None) -> ActorRef:
     """The generator for this config: named actor replicas (created if missing) or an in-worker build recipe."""
     gen_cfg = dict(gen_cfg)
+    if str(gen_cfg.get("model") or "").startswith("sft:"):
+        # a quick fine-tune is trained here, on the driver's cores, once; the actors load its folder (a
+        # single-node recipe: on a cluster, `model` is a folder on shared storage or a hub name)
+        from pcr_ray.generators.model_folder import resolve_model
+
+        gen_cfg["model"] = resolve_model(str(gen_cfg["model"]))
     if generator_runs_locally(gen_cfg, acfg):
         from pcr_ray.generators.base import build_generator, uses_feedback
 

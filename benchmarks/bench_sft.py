@@ -1,0 +1,119 @@
+"""Generator fine-tuning: training tokens/s (full vs LoRA, same run) and what the fine-tune buys at generation.
+
+    .venv/bin/python benchmarks/bench_sft.py train [--steps 6]
+    .venv/bin/python benchmarks/bench_sft.py generate --backend hf [--problems 20]
+    OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/bench_sft.py generate --backend vllm [--problems 20]
+
+`train`: the same examples (the tiny recipe's corpus), the same number of steps, full fine-tuning then a rank-16
+LoRA of SmolLM2-135M; tokens/s of each and their ratio. `generate`: at every prefix of held-out gold traces
+(generated physics of evaluation seed 0 and, where the data is, GSM8K test), k proposals from the base model
+with its full prompt (the op list and a worked example) and from the fine-tuned `sft:tiny` with the compact
+prompt; the share that passes the verifier, proposals/s, verifier-passing proposals/s and prompt tokens per
+request of each, and the ratios. Writes <cache>/bench/bench_sft_<part>[_<backend>].json (--results: also
+benchmarks/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import sys
+
+from _machine import machine_info, write_result
+
+
+def bench_train(steps: int) -> dict:
+    from pcr_ray.generators.model_folder import resolve_model
+    from pcr_ray.sft.corpus import build_corpus
+    from pcr_ray.sft.quick import quick_recipe
+    from pcr_ray.sft.train import train_model
+
+    recipe = quick_recipe("tiny")
+    recipe = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model), max_steps=steps)
+    examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
+                                     recipe.formats, physics_mix=recipe.physics_mix)
+    out = {}
+    for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
+        _, _, res = train_model(examples, r, log_every=0)
+        out[name] = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2),
+                     "tokens_per_s": round(res.tokens / res.seconds, 1), "first_loss": res.losses[0],
+                     "last_loss": res.losses[-1]}
+        print(f"{name}: {out[name]['tokens_per_s']} tokens/s over {res.steps} steps", flush=True)
+    out["lora_vs_full"] = round(out["lora_r16"]["tokens_per_s"] / out["full"]["tokens_per_s"], 3)
+    return {"train": out, "examples": summary["examples"]}
+
+
+def _held_out(n: int) -> dict[str, list]:
+    from pcr_ray.data.physics import generate_problems
+
+    sets = {"physics": generate_problems(n, seed=0)}
+    try:
+        from pcr_ray.data.readers import iter_gsm8k
+
+        sets["gsm8k_test"] = list(itertools.islice((p for p in iter_gsm8k("test") if p.gold_trace), n))
+    except Exception as exc:  # noqa: BLE001 - no data folder: physics alone
+        print(f"GSM8K test left out: {exc}", flush=True)
+    return sets
+
+
+def _generator(backend: str, fine_tuned: bool):
+    from pcr_ray.configs import compose, to_plain
+    from pcr_ray.generators.base import build_generator
+
+    if backend == "hf":
+        name = "sft_tiny"
+        over = [] if fine_tuned else ["generator.model=tiny:smollm2", "generator.prompt=full"]
+    else:
+        name = "vllm_sft_tiny" if fine_tuned else "vllm_tiny"
+        over = []
+    cfg = to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
+    return build_generator(cfg)
+
+
+def bench_generate(backend: str, n: int, k: int) -> dict:
+    from pcr_ray.sft.measure import step_validity
+
+    sets = _held_out(n)
+    out: dict = {}
+    for label, fine_tuned in (("base_full_prompt", False), ("sft_compact_prompt", True)):
+        gen = _generator(backend, fine_tuned)
+        out[label] = {}
+        for ds, problems in sets.items():
+            before = dict(gen.stats.extra)
+            m = step_validity(gen, problems, k=k).to_dict()
+            ptok = gen.stats.extra.get("prompt_tokens", 0) - before.get("prompt_tokens", 0)
+            m["prompt_tokens_per_request"] = round(ptok / max(1, m["proposals"]), 1) if ptok else None
+            out[label][ds] = m
+            print(f"{label} {ds}: {m['valid']}/{m['proposals']} pass the verifier ({m['valid_share']}), "
+                  f"{m['proposals_per_s']} proposals/s", flush=True)
+        if hasattr(gen, "shutdown"):
+            gen.shutdown()
+    for ds in sets:
+        b, s = out["base_full_prompt"][ds], out["sft_compact_prompt"][ds]
+        out.setdefault("ratios", {})[ds] = {
+            "valid_per_s": round(s["valid_per_s"] / b["valid_per_s"], 2) if b["valid_per_s"] else None,
+            "proposals_per_s": round(s["proposals_per_s"] / b["proposals_per_s"], 2)}
+    return {"generate": out, "backend": backend, "problems_per_set": n, "k": k}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("part", choices=("train", "generate"))
+    ap.add_argument("--steps", type=int, default=6, help="training steps per condition (train)")
+    ap.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation backend (generate)")
+    ap.add_argument("--problems", type=int, default=20, help="held-out problems per data set (generate)")
+    ap.add_argument("-k", type=int, default=4, help="proposals per request (generate)")
+    ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
+    args = ap.parse_args(argv)
+    if args.part == "train":
+        result, name = bench_train(args.steps), "bench_sft_train"
+    else:
+        result, name = bench_generate(args.backend, args.problems, args.k), f"bench_sft_generate_{args.backend}"
+    result["machine"] = machine_info()
+    write_result(name, result, commit=args.results or None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

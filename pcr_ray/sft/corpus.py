@@ -1,0 +1,52 @@
+"""The fine-tuning corpus: generated physics from training seeds and GSM8K *train* traces, never a test split.
+
+Evaluation draws generated physics from seeds below TRAIN_SEED_MIN (every data set config and benchmark does;
+a test checks it), so a training seed can never produce an evaluation problem.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from typing import Any
+
+from pcr_ray.sft.examples import SFTExample, corpus_examples
+
+TRAIN_SEED_MIN = 1000
+
+
+def training_problems(physics_problems: int, physics_seed: int, gsm8k_train: int, data_dir: str | None = None,
+                      physics_mix: str = "all") -> list[Any]:
+    """The problems a recipe trains on (physics of `physics_mix` from physics_seed; the first GSM8K train rows)."""
+    from pcr_ray.data.physics import generate_problems
+
+    if physics_seed < TRAIN_SEED_MIN:
+        raise ValueError(f"physics_seed must be >= {TRAIN_SEED_MIN} (seeds below it are evaluation seeds), got "
+                         f"{physics_seed}")
+    problems: list[Any] = (generate_problems(physics_problems, seed=physics_seed, mix=physics_mix)
+                           if physics_problems else [])
+    if gsm8k_train and gsm8k_train_found(data_dir):
+        from pcr_ray.data.readers import iter_gsm8k
+
+        rows = (p for p in iter_gsm8k("train", data_dir) if p.gold_trace)
+        problems += list(itertools.islice(rows, gsm8k_train))
+    return problems
+
+
+def gsm8k_train_found(data_dir: str | None = None) -> bool:
+    """Whether GSM8K's train split is in the data folder (without it a recipe trains on physics alone)."""
+    from pcr_ray.data.readers import resolve_data_dir
+
+    return (resolve_data_dir(data_dir) / "gsm8k" / "train.jsonl").exists()
+
+
+def build_corpus(physics_problems: int, physics_seed: int, gsm8k_train: int, formats: tuple[str, ...],
+                 data_dir: str | None = None, physics_mix: str = "all") -> tuple[list[SFTExample], dict[str, Any]]:
+    """The examples and a summary of them (counts by source and format, the seeds) for sft.json."""
+    problems = training_problems(physics_problems, physics_seed, gsm8k_train, data_dir, physics_mix)
+    examples = corpus_examples(problems, formats)
+    by = Counter(f"{ex.problem_id.split('/')[0]}/{ex.fmt}" for ex in examples)
+    summary = {"physics": {"problems": physics_problems, "seed": physics_seed, "mix": physics_mix},
+               "gsm8k_train": {"problems": gsm8k_train if gsm8k_train_found(data_dir) else 0, "split": "train"},
+               "problems": len(problems), "examples": len(examples), "by_source_format": dict(sorted(by.items()))}
+    return examples, summary

@@ -1,0 +1,225 @@
+"""The generator's fine-tuning loop, top to bottom: tokenize with the chat template, mask the prompt, AdamW.
+
+Loss is on the target tokens only (the assistant's reply and its end-of-turn token). Full fine-tuning or a
+PEFT LoRA (merged into the weights at the end, so the folder is a plain Hugging Face model that vLLM and
+transformers load unchanged). `run_sft` runs in the calling process; `pcr_ray.sft.command` runs it on Ray
+Train's TorchTrainer, one call per worker (DDP through `ray.train.torch.prepare_model`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pcr_ray.sft.examples import SFTExample
+
+log = logging.getLogger(__name__)
+IGNORE = -100
+LOOP_VERSION = 1  # part of a quick fine-tune's key: bump it when a change here changes what the loop trains
+RECIPE_FILE = "sft.json"
+
+
+@dataclass(frozen=True)
+class SFTRecipe:
+    """What a fine-tune is: base model, data, optimisation (conf/sft_recipe/*.yaml state every value; the
+    meaning of each field is commented there). Stored in the checkpoint's sft.json."""
+
+    base_model: str
+    physics_problems: int
+    physics_seed: int
+    physics_mix: str
+    gsm8k_train: int
+    formats: tuple[str, ...]
+    epochs: float
+    lr: float
+    batch_size: int
+    max_len: int
+    warmup: int
+    lora_r: int
+    lora_alpha: int
+    bf16: bool
+    seed: int
+    max_steps: int
+    prompt: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "formats": list(self.formats)}
+
+
+@dataclass
+class SFTResult:
+    """A finished fine-tune: where it is, its loss curve and speed."""
+
+    folder: Path
+    losses: list[float] = field(default_factory=list)
+    steps: int = 0
+    target_tokens: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+def encode(tokenizer: Any, ex: SFTExample, max_len: int) -> tuple[list[int], list[int]] | None:
+    """(input ids, labels) of one example, labels IGNORE over the prompt; None when it does not fit max_len."""
+    messages = list(ex.messages)
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    full = tokenizer.apply_chat_template(messages + [{"role": "assistant", "content": ex.target}], tokenize=False)
+    if not full.startswith(prompt):
+        raise ValueError("the chat template renders the prompt differently with the reply appended; "
+                         "fine-tuning needs a template whose reply follows the generation prompt")
+    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    f_ids = tokenizer(full.rstrip("\n"), add_special_tokens=False)["input_ids"]
+    if len(f_ids) > max_len or len(f_ids) <= len(p_ids):
+        return None
+    return f_ids, [IGNORE] * len(p_ids) + f_ids[len(p_ids):]
+
+
+def batches(encoded: Sequence[tuple[list[int], list[int]]], batch_size: int, seed: int
+            ) -> list[list[tuple[list[int], list[int]]]]:
+    """Batches of similar length (less padding), in a seeded random order."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    groups = [[encoded[i] for i in order[k:k + batch_size]] for k in range(0, len(order), batch_size)]
+    random.Random(seed).shuffle(groups)
+    return groups
+
+
+def collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
+    """Left-padded tensors (every reply ends at the last column): input_ids, attention_mask, position_ids,
+    labels."""
+    import torch
+
+    n = max(len(ids) for ids, _ in batch)
+    ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
+    labels = torch.full((len(batch), n), IGNORE, dtype=torch.long)
+    mask = torch.zeros((len(batch), n), dtype=torch.long)
+    for i, (x, y) in enumerate(batch):
+        ids[i, n - len(x):] = torch.tensor(x)
+        labels[i, n - len(y):] = torch.tensor(y)
+        mask[i, n - len(x):] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return {"input_ids": ids, "attention_mask": mask, "position_ids": positions, "labels": labels}
+
+
+def target_loss(model: Any, batch: dict[str, Any]) -> Any:
+    """Mean cross-entropy over the reply tokens, with logits computed only over the replies' columns (the
+    vocabulary projection of the prompt tokens, most of each example, is skipped)."""
+    import torch
+
+    labels = batch["labels"]
+    n = labels.shape[1]
+    first = int((labels != IGNORE).float().argmax(-1).min())  # the earliest reply column in the batch
+    keep = n - first + 1 if first > 0 else n
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                   position_ids=batch["position_ids"], logits_to_keep=keep).logits
+    # logits at column p predict the token at p + 1: columns n-keep .. n-2 predict n-keep+1 .. n-1
+    pred = logits[:, :-1].float()
+    gold = labels[:, n - keep + 1:]
+    return torch.nn.functional.cross_entropy(pred.reshape(-1, pred.shape[-1]), gold.reshape(-1),
+                                             ignore_index=IGNORE)
+
+
+def load_base(recipe: SFTRecipe) -> tuple[Any, Any]:
+    """The base model (fp32 weights; a LoRA wrapped around it when lora_r > 0) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(recipe.base_model)
+    model = AutoModelForCausalLM.from_pretrained(recipe.base_model, dtype=torch.float32)
+    if recipe.lora_r > 0:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=recipe.lora_r, lora_alpha=recipe.lora_alpha, lora_dropout=0.0,
+                                                 target_modules="all-linear", task_type="CAUSAL_LM"))
+    return model, tok
+
+
+def _to_device(model: Any) -> Any:
+    import torch
+
+    return model.to("cuda") if torch.cuda.is_available() else model
+
+
+def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: Callable[[Any], Any] = _to_device,
+                shard: tuple[int, int] = (0, 1), log_every: int = 10) -> tuple[Any, Any, SFTResult]:
+    """Fine-tune on `examples` (this worker's shard of them); returns (model, tokenizer, result).
+
+    Every worker takes the same number of steps (DDP needs it): the step count comes from all the examples.
+    Worker 0 logs the loss every `log_every` steps.
+    """
+    import torch
+
+    torch.manual_seed(recipe.seed)
+    model, tok = load_base(recipe)
+    model = prepare(model)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    encoded = [e for e in (encode(tok, ex, recipe.max_len) for ex in examples) if e is not None]
+    if not encoded:
+        raise ValueError(f"no example fits max_len={recipe.max_len} tokens")
+    total = max(1, math.ceil(math.ceil(len(encoded) / recipe.batch_size) / shard[1] * recipe.epochs))
+    if recipe.max_steps:
+        total = min(total, recipe.max_steps)
+    groups = batches(encoded[shard[0]::shard[1]] or encoded, recipe.batch_size, recipe.seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
+    warm = max(1, recipe.warmup)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.05, 1 - s / total))
+    result = SFTResult(Path())
+    model.train()
+    device = next(model.parameters()).device
+    t0 = time.perf_counter()
+    for step in range(total):
+        batch = collate(groups[step % len(groups)], pad_id)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=recipe.bf16):
+            loss = target_loss(model, {k: v.to(device) for k, v in batch.items()})
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        result.losses.append(round(float(loss.detach()), 5))
+        result.tokens += int(batch["attention_mask"].sum())
+        result.target_tokens += int((batch["labels"] != IGNORE).sum())
+        if shard[0] == 0 and log_every and (step + 1) % log_every == 0:
+            rate = result.tokens / (time.perf_counter() - t0)
+            log.info("[sft] step %d/%d  loss %.4f  %.0f tokens/s", step + 1, total, result.losses[-1], rate)
+    result.steps, result.seconds = total, time.perf_counter() - t0
+    return model, tok, result
+
+
+def run_sft(examples: Sequence[SFTExample], recipe: SFTRecipe, out: Path, *, data_summary: dict[str, Any]
+            ) -> SFTResult:
+    """Fine-tune in this process and save the folder at `out`."""
+    model, tok, result = train_model(examples, recipe)
+    result.folder = out
+    save(model, tok, recipe, result, data_summary)
+    return result
+
+
+def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> None:
+    """The fine-tuned weights (a LoRA merged in), the tokenizer and sft.json: recipe, data, loss curve, speed."""
+    import torch
+
+    inner = getattr(model, "module", model)  # DDP
+    if recipe.lora_r > 0:
+        inner = inner.merge_and_unload()
+    result.folder.mkdir(parents=True, exist_ok=True)
+    inner.to(torch.bfloat16).save_pretrained(str(result.folder), safe_serialization=True)
+    tok.save_pretrained(str(result.folder))
+    record = {"recipe": recipe.to_dict(), "data": data_summary, "prompt": recipe.prompt,
+              "base_model": recipe.base_model, "loss_curve": result.losses, "steps": result.steps,
+              "tokens": result.tokens, "target_tokens": result.target_tokens,
+              "seconds": round(result.seconds, 1),
+              "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else None}
+    (result.folder / RECIPE_FILE).write_text(json.dumps(record, indent=1))
+
+
+def read_recipe(folder: str | Path) -> dict[str, Any] | None:
+    """A fine-tuned folder's sft.json (None for a model that was not fine-tuned here)."""
+    path = Path(folder) / RECIPE_FILE
+    return json.loads(path.read_text()) if path.exists() else None

@@ -1,0 +1,188 @@
+"""Generator fine-tuning: gold traces in every method's format, the loop, the folder in the CPU path, the command."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from pcr_ray.baselines.answers import last_quantity
+from pcr_ray.baselines.sandbox import SandboxLimits, run_program
+from pcr_ray.core.trace import Given, Step, parse_step, parse_trace
+from pcr_ray.core.verifier import VerifierState, verify_step
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.grading import grade_problem
+from pcr_ray.paths import conf_dir
+from pcr_ray.sft.corpus import TRAIN_SEED_MIN, build_corpus, training_problems
+from pcr_ray.sft.examples import problem_examples
+from pcr_ray.sft.programs import trace_program
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _sample() -> list:
+    """The training set's sample: physics of the tiny recipe's seed, and GSM8K train where the data is."""
+    probs = generate_problems(60, seed=TRAIN_SEED_MIN, mix="all")
+    try:
+        from pcr_ray.data.readers import iter_gsm8k
+
+        probs += list(itertools.islice((p for p in iter_gsm8k("train") if p.gold_trace), 30))
+    except Exception:  # no data folder: physics alone
+        pass
+    return probs
+
+
+def test_gold_programs_print_the_gold_answer_in_the_sandbox() -> None:
+    probs = _sample()
+    ran = 0
+    for p in probs:
+        prog = trace_program(p.gold_trace).program
+        if prog is None:
+            continue
+        res = run_program(prog, SandboxLimits())
+        assert res.ok, (p.id, res.failure, res.stderr[-300:])
+        got = last_quantity(res.stdout)  # what the pyexec baseline reads, graded as it grades
+        assert got is not None, (p.id, res.stdout)
+        assert grade_problem(got.value, p, pred_unit=got.unit).correct, (p.id, res.stdout, p.answer)
+        ran += 1
+    assert ran >= 0.9 * len(probs), f"only {ran} of {len(probs)} gold traces translate into programs"
+
+
+def test_program_translation_rejects_what_it_cannot_write() -> None:
+    bad = {"givens": [{"name": "x", "value": 1, "unit": "m"}], "steps": [{"op": "nope", "args": {},
+                                                                           "out": {"name": "y", "unit": "m"}}],
+           "answer": [{"name": "y", "unit": "m"}]}
+    tp = trace_program(bad)
+    assert tp.program is None and "does not verify" in tp.reason
+
+
+def test_step_examples_replay_the_gold_trace_through_the_verifier() -> None:
+    p = generate_problems(5, seed=TRAIN_SEED_MIN, mix="all")[3]
+    exs = problem_examples(p.id, p.text, p.gold_trace)
+    steps = [e for e in exs if e.fmt == "step"]
+    assert len(steps) == len(p.gold_trace["steps"]) + 1
+    parsed, _ = parse_trace(p.gold_trace)
+    state, diags = VerifierState.from_givens(parsed.givens)
+    assert not diags
+    for i, ex in enumerate(steps[:-1]):
+        user = ex.messages[-1]["content"]
+        assert "Ops you may use" not in user and p.text in user  # the compact prompt
+        assert f"[{i - 1}]" in user if i else "Steps so far: (none)" in user
+        step = parse_step(json.loads(ex.target), i)
+        assert isinstance(step, Step)
+        check = verify_step(state, step, i)
+        assert check.ok, (ex.target, check)
+        state = check.state
+    assert json.loads(steps[-1].target) == {"answer": p.gold_trace["answer"]}
+    direct = [e for e in exs if e.fmt == "direct"][0]
+    value = float(re.search(r"answer: (\S+)", direct.target).group(1))
+    assert math.isclose(value, p.answer_value, rel_tol=1e-5)
+
+
+def test_training_seeds_are_disjoint_from_every_evaluation_seed() -> None:
+    seeds = []
+    for path in (conf_dir() / "dataset").glob("*.yaml"):
+        seeds += [int(s) for s in re.findall(r"seed:\s*(\d+)", path.read_text())]
+    for path in list((REPO / "benchmarks").glob("*.py")) + [REPO / "pcr_ray/pipeline/reproduce.py"]:
+        seeds += [int(s) for s in re.findall(r"generate_problems\([^)]*seed=(\d+)", path.read_text())]
+    assert seeds and max(seeds) < TRAIN_SEED_MIN, sorted(set(seeds))
+    with pytest.raises(ValueError, match="evaluation seeds"):
+        training_problems(5, physics_seed=0, gsm8k_train=0)
+
+
+def test_corpus_summary_counts_every_format() -> None:
+    examples, summary = build_corpus(6, TRAIN_SEED_MIN, 0, ("step", "python", "direct"))
+    assert summary["examples"] == len(examples) == sum(summary["by_source_format"].values())
+    assert summary["by_source_format"]["physics/direct"] == 6
+    assert summary["gsm8k_train"]["problems"] == 0
+
+
+def _mean_loss(folder: str, examples: list) -> float:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pcr_ray.sft.train import collate, encode, target_loss
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    enc = [e for e in (encode(tok, ex, 512) for ex in examples) if e]
+    with torch.inference_mode():
+        return float(target_loss(model, collate(enc, tok.pad_token_id or 0)))
+
+
+@pytest.mark.slow
+def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> None:
+    from pcr_ray.generators.base import ProposalRequest, build_generator
+    from pcr_ray.generators.model_folder import resolve_model
+    from pcr_ray.sft.quick import quick_recipe
+    from pcr_ray.sft.train import read_recipe
+
+    folder = resolve_model("sft:test")
+    record = read_recipe(folder)
+    recipe = quick_recipe("test")
+    assert record["prompt"] == "compact" and record["recipe"]["max_steps"] == recipe.max_steps
+    assert len(record["loss_curve"]) == recipe.max_steps and record["data"]["physics"]["seed"] >= TRAIN_SEED_MIN
+    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, 0, recipe.formats,
+                               physics_mix=recipe.physics_mix)
+    examples = examples[:16]
+    before = _mean_loss(resolve_model(recipe.base_model), examples)
+    after = _mean_loss(folder, examples)
+    assert after < 0.8 * before, (before, after)
+
+    gen = build_generator({"kind": "hf", "model": "sft:test", "max_tokens": 48, "seed": 3})
+    assert gen.identity["prompt"] == "compact"
+    req = ProposalRequest("p", "A cart accelerates at 2 m/s^2 for 5 s from rest. How far does it go?",
+                          (Given("a", 2.0, "m/s^2"), Given("t", 5.0, "s")), k=2, target_unit="m")
+    out = gen.propose([req])
+    assert len(out) == 1 and len(out[0]) == 2 and all(isinstance(t, str) and t for t in out[0])
+    assert gen.propose([req]) == out  # seeded
+    assert gen.stats.extra["output_tokens"] > 0 and gen.stats.extra["prompt_tokens"] > 0
+
+
+def test_generator_folder_without_sft_record_keeps_the_full_prompt(tmp_path: Path) -> None:
+    from pcr_ray.generators.llm_common import checkpoint_prompt
+
+    assert checkpoint_prompt(str(tmp_path), "auto") == "full"
+    (tmp_path / "sft.json").write_text(json.dumps({"prompt": "compact"}))
+    assert checkpoint_prompt(str(tmp_path), "auto") == "compact"
+    assert checkpoint_prompt(str(tmp_path), "full") == "full"
+    with pytest.raises(ValueError, match="generator.prompt"):
+        checkpoint_prompt(str(tmp_path), "short")
+
+
+def test_unknown_quick_fine_tune_names_the_known_ones() -> None:
+    from pcr_ray.generators.model_folder import resolve_model
+
+    with pytest.raises(ValueError, match="sft:tiny"):
+        resolve_model("sft:huge")
+
+
+def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # noqa: ARG001
+    from pcr_ray.configs import compose, to_plain
+    from pcr_ray.sft.command import build_trainer
+
+    cfg = to_plain(compose("sft", ["sft_recipe=qwen_math_1_5b_lora", "scaling.num_workers=4", "scaling.use_gpu=true",
+                                   "sft_recipe.physics_problems=4", "sft_recipe.gsm8k_train=0"]))
+    trainer, examples, recipe = build_trainer(cfg)
+    assert recipe.lora_r == 64 and recipe.bf16 and recipe.base_model == "Qwen/Qwen2.5-Math-1.5B-Instruct"
+    sc = trainer.scaling_config
+    assert sc.num_workers == 4 and sc.use_gpu and examples
+
+
+@pytest.mark.slow
+def test_sft_command_trains_on_ray_train_and_writes_a_folder(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
+    from pcr_ray.sft.command import main
+    from pcr_ray.sft.train import read_recipe
+
+    out = tmp_path / "sft"
+    rc = main(["sft_recipe=test", "sft_recipe.max_steps=2", "sft_recipe.physics_problems=2",
+               "sft_recipe.batch_size=2", f"output={out}",
+               f"storage_path={tmp_path / 'train'}", "scaling.cpus_per_worker=1"])
+    assert rc == 0
+    record = read_recipe(out)
+    assert record["steps"] == 2 and len(record["loss_curve"]) == 2 and record["tokens"] > 0
+    assert (out / "model.safetensors").exists() and (out / "tokenizer_config.json").exists()
