@@ -71,12 +71,14 @@ def _generator(backend: str, fine_tuned: bool):
     return build_generator(cfg)
 
 
-def bench_generate(backend: str, n: int, k: int) -> dict:
+def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...]) -> dict:
     from pcr_ray.sft.measure import step_validity
 
     sets = _held_out(n)
     out: dict = {}
     for label, fine_tuned in (("base_full_prompt", False), ("sft_compact_prompt", True)):
+        if label.split("_")[0] not in models:
+            continue
         gen = _generator(backend, fine_tuned)
         out[label] = {}
         for ds, problems in sets.items():
@@ -89,7 +91,7 @@ def bench_generate(backend: str, n: int, k: int) -> dict:
                   f"{m['proposals_per_s']} proposals/s", flush=True)
         if hasattr(gen, "shutdown"):
             gen.shutdown()
-    for ds in sets:
+    for ds in sets if len(out) == 2 else ():
         b, s = out["base_full_prompt"][ds], out["sft_compact_prompt"][ds]
         out.setdefault("ratios", {})[ds] = {
             "valid_per_s": round(s["valid_per_s"] / b["valid_per_s"], 2) if b["valid_per_s"] else None,
@@ -104,12 +106,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation backend (generate)")
     ap.add_argument("--problems", type=int, default=20, help="held-out problems per data set (generate)")
     ap.add_argument("-k", type=int, default=4, help="proposals per request (generate)")
+    ap.add_argument("--models", default="base,sft", help="which of base,sft to measure (generate)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
     args = ap.parse_args(argv)
     if args.part == "train":
         result, name = bench_train(args.steps), "bench_sft_train"
     else:
-        result, name = bench_generate(args.backend, args.problems, args.k), f"bench_sft_generate_{args.backend}"
+        models = tuple(args.models.split(","))
+        result = bench_generate(args.backend, args.problems, args.k, models)
+        name = f"bench_sft_generate_{args.backend}"
     result["machine"] = machine_info()
     write_result(name, result, commit=args.results or None)
     return 0

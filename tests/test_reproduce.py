@@ -33,6 +33,7 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
     names = [s.name for s in steps]
     assert {"table", "csp_ablation_csp", "csp_ablation_random", "coverage_0.5", "coverage_1.0", "conditions",
             "pairs", "eval_prm_csp", "eval_prm_random", "first_error", "givens"} <= set(names)
+    assert ("table_sft" in names) == (scale == "cpu")
     for s in steps:
         assert str(tmp_path) in str(s.done_when) or scale == "paper"
         argv = list(s.argv)

@@ -50,13 +50,16 @@ class Scale:
     bench_physics: int
     bench_gsm8k: int
     conditions: int
+    sft_physics: int
+    sft_gsm8k: int
 
 
 SCALES: dict[str, Scale] = {
     "cpu": Scale("cpu", physics=40, gsm8k=20, scibench=30, ablation_physics=40, pair_physics=300, pair_gsm8k=300,
-                 bench_physics=300, bench_gsm8k=300, conditions=40),
+                 bench_physics=300, bench_gsm8k=300, conditions=40, sft_physics=20, sft_gsm8k=20),
     "paper": Scale("paper", physics=0, gsm8k=0, scibench=0, ablation_physics=0, pair_physics=3000,
-                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319, conditions=200),
+                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319, conditions=200, sft_physics=0,
+                   sft_gsm8k=0),
 }
 # the CPU searches of the ablations: the demo's settings (typed enumerator, cap 24, beam 2, 5 steps, int8 PRM)
 CPU_SEARCH = ("generator=enumerator", "generator.cap=24", "search.beam_width=2", "search.max_steps=5",
@@ -102,6 +105,12 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
                          f"kwargs:{{books:[fund,class,thermo]}}}}"]
         steps.append(_evaluate("table", out, ["experiment=demo", "dataset.name=reproduce_table",
                                               _sources(table_sources), *methods, *_checkpoint(args, "csp")]))
+        # the same table with one backbone: every method driven by the fine-tuned SmolLM2 (sft:tiny, docs/sft.md)
+        steps.append(_evaluate("table_sft", out, [
+            "experiment=one_backbone", "dataset.name=reproduce_table_sft",
+            _sources([_physics(_n(args, sc.sft_physics)),
+                      f"{{name:gsm8k_test,limit:{_n(args, sc.sft_gsm8k)},sample:random,seed:0,optional:true}}"]),
+            *methods, *_checkpoint(args, "csp")]))
         abl = [_sources([_physics(_n(args, sc.ablation_physics))]), "dataset.name=physics"]
         for kind in ("csp", "random"):
             steps.append(_evaluate(f"csp_ablation_{kind}", out, [
@@ -457,6 +466,8 @@ def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> 
     claims = [
         {"claim": "Table 1: Acc@1 of direct, ToRA-style Python, PRM-only, NS-PRM", "rows": table_claims(table,
                                                                                                  args.scale)},
+        {"claim": "Table 1 on one backbone: every method driven by the fine-tuned SmolLM2-135M (sft:tiny)",
+         "rows": table_claims(_load(out / "table_sft" / "metrics.json"), args.scale)},
         {"claim": "silent failures and accuracy by horizon", "rows": horizon_claims(table)},
         {"claim": "without CSP the PRM's accuracy drops", "rows": csp_claims(out)},
         {"claim": "verifier coverage 50% -> 100%", "rows": coverage_claims(out)},
