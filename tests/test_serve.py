@@ -350,46 +350,71 @@ def test_mutated_traces_never_5xx(client, data) -> None:
     assert sum(s["status"] == "accepted" for s in body["steps"]) == want.n_steps
 
 
-def test_forward_coalescer_merges_waiting_batches() -> None:
-    """While one model call runs, later batches queue; the next call takes them together (up to the cap),
-    each caller gets its own scores in order, and a failing call fails only its own callers."""
-    import asyncio
+@pytest.mark.ray
+@pytest.mark.slow
+def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
+    """The PRM deployment on real Serve, with a slow stand-in model: a lone request is scored at once; requests
+    arriving one by one while a model call runs go into the next call together (up to the cap), each caller
+    gets its own scores, every call runs on the one forward thread, and a failing call fails only its callers."""
     import threading
     import time
 
-    from pcr_ray.serve.deploy import ForwardCoalescer
+    from ray import serve
 
-    calls: list[int] = []
-    lock = threading.Lock()
+    from pcr_ray.serve.deploy import PRMScorerDeployment
 
-    threads: set[int] = set()
+    class SlowScorer:
+        identity: dict = {}
 
-    def fn(pairs: list[tuple[str, str]]) -> list[float]:
-        with lock:
-            calls.append(len(pairs))
-            threads.add(threading.get_ident())
-        time.sleep(0.05)
-        if any(c == "boom" for c, _ in pairs):
-            raise ValueError("boom")
-        return [float(len(c) + len(s)) for c, s in pairs]
+        def __init__(self) -> None:
+            self.calls: list[int] = []
+            self.threads: set[str] = set()
 
-    async def go() -> list:
-        co = ForwardCoalescer(fn, max_requests=4)
-        reqs = [[[("c" * i, "s")], [("x", "y" * i)]] for i in range(1, 6)]  # 5 batches of 2 requests
-        first = asyncio.ensure_future(co.score([[("a", "b")]]))
-        await asyncio.sleep(0.01)  # the first call is running: the next ones queue up
-        rest = await asyncio.gather(*(co.score(r) for r in reqs), return_exceptions=True)
-        bad = await asyncio.gather(co.score([[("boom", "x")]]), return_exceptions=True)
-        after = await co.score([[("ok", "k")]])
-        return [await first, rest, bad, after, co.stats()]
+        def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+            self.calls.append(len(pairs))
+            self.threads.add(threading.current_thread().name)
+            time.sleep(0.1)
+            if any(c == "boom" for c, _ in pairs):
+                raise ValueError("boom")
+            return [float(len(c) + len(s)) for c, s in pairs]
 
-    first, rest, bad, after, stats = asyncio.run(go())
-    assert first == [[2.0]]
-    assert rest == [[[float(i + 1)], [float(1 + i)]] for i in range(1, 6)]
-    assert calls[0] == 1 and max(calls) == 4 and len(calls) == 1 + 3 + 1 + 1  # 5 batches of 2 -> calls of 4,4,2
-    assert isinstance(bad[0], ValueError) and after == [[3.0]]
-    assert stats["batches"] == 5 and stats["max_requests_per_batch"] == 4
-    assert len(threads) == 1 and threading.get_ident() not in threads, "every model call on the one forward thread"
+    @serve.deployment(name="SlowPRM", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+    class SlowPRM(PRMScorerDeployment.func_or_class):
+        def __init__(self, max_batch_size: int) -> None:
+            self.scorer = SlowScorer()
+            self._init_batching(max_batch_size)
+
+        def seen(self) -> dict:
+            return {"calls": self.scorer.calls, "threads": sorted(self.scorer.threads), "stats": self.stats()}
+
+    from ray.serve.context import _get_global_client
+
+    owns_serve = _get_global_client(raise_if_no_controller_running=False) is None
+    if owns_serve:  # no HTTP proxy: the test talks to the deployment through its handle
+        serve.start(proxy_location="Disabled")
+    handle = serve.run(SlowPRM.bind(4), name="slow_prm", route_prefix=None)
+    try:
+        assert handle.score.remote([("a", "b")]).result(timeout_s=60) == [2.0]  # alone: scored at once
+        pending = []
+        for i in range(1, 21):  # one request every 10 ms against 100 ms model calls
+            pending.append(handle.score.remote([("c" * i, "s"), ("x", "y" * i)]))
+            time.sleep(0.01)
+        got = [r.result(timeout_s=60) for r in pending]
+        assert got == [[float(i + 1), float(1 + i)] for i in range(1, 21)]
+        with pytest.raises(ValueError, match="boom"):
+            handle.score.remote([("boom", "x")]).result(timeout_s=60)
+        assert handle.score.remote([("ok", "k")]).result(timeout_s=60) == [3.0]
+        assert handle.score.remote([]).result(timeout_s=60) == []
+        seen = handle.seen.remote().result(timeout_s=60)
+    finally:
+        serve.delete("slow_prm")
+        if owns_serve:
+            serve.shutdown()
+    calls, stats = seen["calls"], seen["stats"]
+    assert calls[0] == 1 and max(calls) == 2 * 4, calls  # the cap: 4 requests of 2 pairs
+    assert stats["requests"] == 1 + 20 + 1 and stats["max_requests_per_batch"] == 4
+    assert stats["batches"] <= 1 + 20 // 2 + 1, calls  # one request per call would make 22 calls
+    assert seen["threads"] == ["prm-forward_0"], "every model call on the one forward thread"
 
 
 # ------------------------------------------------------------------------------------------ config and CLI
@@ -449,12 +474,12 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16, cache_size=64)
     assert replica.info()["bf16"] is True and replica.info()["int8"] is False
     pairs = expected_pairs("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", EXAMPLE)
-    served = asyncio.run(replica.score(pairs))  # the replica's own scoring path
+    served = asyncio.run(replica.forward([pairs]))[0]  # the replica's own model call
     offline_bf16 = PRMScorer.from_checkpoint(checkpoint, bf16=True).score(pairs)
     offline_fp32 = PRMScorer.from_checkpoint(checkpoint).score(pairs)
     assert served == pytest.approx(offline_bf16, abs=1e-6)
     assert served != pytest.approx(offline_fp32, abs=1e-7)  # the replica really scored in bf16
-    assert asyncio.run(replica.score(pairs)) == served  # asked again: the replica's score cache answers
+    assert asyncio.run(replica.forward([pairs]))[0] == served  # asked again: the replica's score cache answers
     assert replica.info()["cache"]["hits"] == len(pairs) == replica.info()["cache"]["misses"]
 
 
