@@ -71,7 +71,7 @@ def scorer(checkpoint: Path):
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.serve.app import ServeSettings
 
-    return PRMScorer.from_checkpoint(checkpoint, max_length=ServeSettings().scorer_max_length)
+    return PRMScorer.from_checkpoint(checkpoint, max_length=ServeSettings.from_mapping({}).scorer_max_length)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def client(scorer):
 
     from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
-    app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
+    app = create_app(LocalBackend(scorer), ServeSettings.from_mapping(dict(max_body_bytes=64 * 1024)))
     with TestClient(app) as c:
         yield c
 
@@ -276,7 +276,7 @@ def test_schemathesis_fuzz_asgi(scorer, mode: str) -> None:
     bodies get a 4xx, valid ones a 200 (or 413 when over the body limit, which the schema cannot express)."""
     from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
-    app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
+    app = create_app(LocalBackend(scorer), ServeSettings.from_mapping(dict(max_body_bytes=64 * 1024)))
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=_fuzz_config())
     _fuzz(schema, schemathesis.GenerationMode(mode), max_examples=40)
 
@@ -443,7 +443,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
     assert app_cfg.import_path == "pcr_ray.serve.deploy:build_app"
     assert ServeSettings.from_mapping(app_cfg.args).max_batch_size >= 1
     assert build_app({**app_cfg.args, "prm_enabled": False}) is not None  # builds the Serve app graph (no Ray needed)
-    with pytest.raises(ValueError, match="unknown serve setting"):
+    with pytest.raises(ValueError, match="unknown key 'prot'"):
         ServeSettings.from_mapping({"prot": 1})
     with pytest.raises(ValueError, match="port"):
         ServeSettings.from_mapping({"port": "eighty"})
@@ -467,7 +467,7 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
         on = compose(config_name="serve", overrides=["prm.runtime=torch", "prm.int8=false", "prm.bf16=true"])
         both = compose(config_name="serve", overrides=["prm.bf16=true"])  # on top of the default int8
     s = ServeSettings.from_mapping(OmegaConf.to_container(on, resolve=True))
-    assert s.bf16 and not s.int8 and not ServeSettings().bf16
+    assert s.bf16 and not s.int8 and not ServeSettings.from_mapping({}).bf16
     with pytest.raises(ValueError, match="int8 and bf16"):
         ServeSettings.from_mapping(OmegaConf.to_container(both, resolve=True))
 
@@ -481,6 +481,28 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     assert served != pytest.approx(offline_fp32, abs=1e-7)  # the replica really scored in bf16
     assert asyncio.run(replica.forward([pairs]))[0] == served  # asked again: the replica's score cache answers
     assert replica.info()["cache"]["hits"] == len(pairs) == replica.info()["cache"]["misses"]
+
+
+def test_settings_come_from_the_checked_config_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """ServeSettings declare no defaults: the empty mapping is conf/serve.yaml as composed (the PRM group's
+    scoring settings included), and `pcr-ray serve` refuses a value of the wrong type before starting anything."""
+    import dataclasses
+
+    from pcr_ray.configs import ServeConfig, compose
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import main
+
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(ServeSettings))
+    assert {f.name for f in dataclasses.fields(ServeSettings)} == (
+        {f.name for f in dataclasses.fields(ServeConfig)} - {"prm", "ray"} | {"ray_address"})
+    cfg = compose("serve")
+    s = ServeSettings.from_mapping({})
+    assert s == ServeSettings.from_config(cfg)
+    assert (s.runtime, s.int8, s.cache_size, s.checkpoint) == (cfg.prm.runtime, cfg.prm.int8, cfg.prm.cache_size,
+                                                              cfg.prm.checkpoint)
+    assert ServeSettings.from_mapping({"ray_address": "auto"}).ray_address == "auto"
+    assert main(["max_batch_size=many"]) == 2
+    assert "max_batch_size" in capsys.readouterr().err
 
 
 def test_cli_prints_config(capsys: pytest.CaptureFixture[str]) -> None:
@@ -508,11 +530,11 @@ def service(ray_session, checkpoint: Path):
     from pcr_ray.serve.deploy import start
 
     port = _free_port()
-    svc = start(ServeSettings(checkpoint=str(checkpoint), port=port, max_batch_size=16,
-                              prm_num_cpus=0.5, ingress_num_cpus=0.2,
-                              max_body_bytes=64 * 1024))
-    bare = start(ServeSettings(prm_enabled=False, port=port, app_name="pcr_ray_noprm", route_prefix="/noprm",
-                               ingress_num_cpus=0.2))
+    svc = start(ServeSettings.from_mapping(dict(
+        checkpoint=str(checkpoint), port=port, max_batch_size=16, prm_num_cpus=0.5, ingress_num_cpus=0.2,
+        max_body_bytes=64 * 1024, runtime="torch", int8=False, cache_size=0)))  # fp32: the offline scorer's scores
+    bare = start(ServeSettings.from_mapping(dict(prm_enabled=False, port=port, app_name="pcr_ray_noprm",
+                                                 route_prefix="/noprm", ingress_num_cpus=0.2)))
     assert svc.owns_serve and not bare.owns_serve
     yield svc, bare
     bare.stop()
@@ -614,5 +636,6 @@ def test_a_gpu_scorer_reserves_a_gpu_for_each_replica():
 
     with pytest.raises(ValueError, match="prm_num_gpus=1"):
         ServeSettings.from_mapping({"device": "cuda", "runtime": "torch"})
-    s = ServeSettings.from_mapping({"device": "cuda", "runtime": "torch", "bf16": True, "prm_num_gpus": 0.5})
+    s = ServeSettings.from_mapping({"device": "cuda", "runtime": "torch", "int8": False, "bf16": True,
+                                    "prm_num_gpus": 0.5})
     assert s.prm_num_gpus == 0.5 and ServeSettings.from_mapping({}).prm_num_gpus == 0.0

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fastapi import FastAPI
+from omegaconf import DictConfig
 from ray import serve
 
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
@@ -140,7 +141,7 @@ class ScoringIngress:
 
     def __init__(self, prm: Any | None, settings: dict[str, Any], checkpoint: str | None = None,
                  key_digest: str | None = None) -> None:
-        self._settings = ServeSettings.from_mapping(settings)
+        self._settings = ServeSettings(**settings)  # checked by the builder: the replica composes no config
         self._backend = HandleBackend(prm) if prm is not None else None
         self._checkpoint = checkpoint
         self._auth = ApiKeyAuth(key_digest)  # resolved by the builder; the replica needs neither env nor file
@@ -232,6 +233,7 @@ def _serve_client() -> Any | None:
 def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningService:
     """Start (local Ray if none,) Serve on host:port (unless already running), and the app; returns when ready.
 
+    `settings`: ServeSettings, or some of their keys on top of conf/serve.yaml's (ServeSettings.from_mapping).
     When Serve already runs in this cluster its HTTP host/port stay as they are (Serve's options are
     cluster-wide); the returned URL says where the app really is.
     """
@@ -267,10 +269,11 @@ def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningS
     return RunningService(url, s, str(ckpt) if ckpt else None, owns_serve, owns_ray)
 
 
-def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
-    """`pcr-ray serve` as a function: start the service and (block=True) serve until Ctrl-C."""
+def run(cfg: DictConfig | Mapping[str, Any], *, block: bool = True) -> int:
+    """`pcr-ray serve` as a function: check the composed `serve` config (configs.check), start the service and
+    (block=True) serve until Ctrl-C."""
     try:
-        svc = start(cfg)
+        svc = start(ServeSettings.from_config(cfg))
     except (FileNotFoundError, OSError, ValueError) as exc:
         print(f"pcr-ray serve: {exc}", file=sys.stderr)
         return 2
@@ -298,7 +301,6 @@ def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
 def main(argv: list[str]) -> int:
     """`pcr-ray serve [key=value ...]` (Hydra app over conf/serve.yaml)."""
     import hydra
-    from omegaconf import DictConfig, OmegaConf
 
     from pcr_ray.paths import conf_dir
 
@@ -306,7 +308,7 @@ def main(argv: list[str]) -> int:
 
     @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
-        result["rc"] = run(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+        result["rc"] = run(cfg)
 
     saved = sys.argv
     sys.argv = ["pcr-ray-serve", *argv]
