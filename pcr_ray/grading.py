@@ -2,20 +2,19 @@
 
 `grade(pred, gold, kind=...)` never raises: a malformed prediction is simply wrong, with a reason.
 Numeric answers convert between units through pcr_ray.core.units (an answer in another but convertible unit is
-right; one of the wrong dimension is wrong). MATH answers go through math-verify with its signal-based
-timeouts disabled (they only work in the main thread) and the time bounded by a daemon worker thread and an
-input-length cap, so grading works inside Ray workers and thread pools.
+right; one of the wrong dimension is wrong). MATH answers go through math-verify in a reused worker process
+(pcr_ray.mathverify) that is killed when a call outlives its timeout, and an input-length cap; grading works
+inside Ray workers and thread pools.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pcr_ray import mathverify
 from pcr_ray.core.units import UnitError, try_unit_info
 
 # Named settings: (kind, rel_tol, abs_tol). SciBench uses a 5% relative tolerance; GSM8K is exact.
@@ -212,28 +211,9 @@ def grade_numeric(pred: Any, gold: Any, *, unit: str = "", pred_unit: str | None
 
 # ---------------------------------------------------------------- MATH answers (math-verify)
 
-logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-
-def _as_latex(answer: str) -> str:
-    s = answer.strip()
-    if "\\boxed" in s or "$" in s:
-        return s
-    return f"${s}$"
-
-
-def _math_verify_call(pred: str, gold: str) -> bool:
-    from math_verify import parse, verify  # imported lazily: sympy + antlr take a while to load
-
-    g = parse(_as_latex(gold), parsing_timeout=None)  # type: ignore[arg-type]
-    p = parse(_as_latex(pred), parsing_timeout=None)  # type: ignore[arg-type]
-    if not g or not p:
-        return False
-    return bool(verify(g, p, timeout_seconds=None))
-
 
 def grade_math(pred: Any, gold: Any, *, timeout_s: float = 5.0) -> GradeResult:
-    """MATH-style equivalence with math-verify, run in a daemon thread bounded by `timeout_s` (thread-safe)."""
+    """MATH-style equivalence with math-verify in a worker process, killed after `timeout_s` (thread-safe)."""
     if not isinstance(pred, (str, int, float)) or isinstance(pred, bool):
         return GradeResult(False, "no answer" if pred is None else f"prediction of type {type(pred).__name__}")
     if not isinstance(gold, (str, int, float)) or isinstance(gold, bool):
@@ -245,22 +225,12 @@ def grade_math(pred: Any, gold: Any, *, timeout_s: float = 5.0) -> GradeResult:
         return GradeResult(False, f"answer longer than {MAX_MATH_CHARS} characters")
     if p.strip() == g.strip():
         return GradeResult(True, "identical strings")
-    out: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            out["ok"] = _math_verify_call(p, g)
-        except BaseException as exc:  # noqa: BLE001 - any failure of the checker is a 'not equal'
-            out["err"] = f"{type(exc).__name__}: {exc}"[:120]
-
-    th = threading.Thread(target=work, name="pcr-ray-math-verify", daemon=True)
-    th.start()
-    th.join(timeout_s)
-    if th.is_alive():
+    verdict = mathverify.pool().check(p, g, timeout_s)
+    if verdict.timed_out:
         return GradeResult(False, f"math-verify timed out after {timeout_s:g}s")
-    if "err" in out:
-        return GradeResult(False, f"math-verify error: {out['err']}")
-    if out.get("ok"):
+    if verdict.error:
+        return GradeResult(False, f"math-verify error: {verdict.error}")
+    if verdict.equal:
         return GradeResult(True, "math-verify: equivalent")
     return GradeResult(False, "math-verify: not equivalent")
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import pytest
 
+from pcr_ray import mathverify
 from pcr_ray.data.problem import Problem
 from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem, parse_quantity
 
@@ -147,6 +149,26 @@ def test_time_is_bounded():
     r = grade("9" * 1999 + "^" + "9" * 1999, "1", kind="math", timeout_s=1.0)
     assert not r.correct
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_a_pathological_answer_kills_its_worker_and_grading_goes_on():
+    """math-verify runs in a worker process: one that outlives the timeout on a tower of powers is killed (the
+    process is gone, not left computing), and the next call gets a fresh worker and a right answer."""
+    pool = mathverify.pool()
+    assert grade("x^2+2x+1", "(x+1)^2", kind="math").correct  # a worker is up and idle
+    before, killed = set(pool.pids()), pool.killed
+    t0 = time.perf_counter()
+    r = grade("2^{2^{2^{2^{2^{2}}}}}", "1", kind="math", timeout_s=1.0)
+    assert not r.correct and r.reason == "math-verify timed out after 1s"
+    assert time.perf_counter() - t0 < 5.0
+    assert pool.killed == killed + 1
+    gone = before - set(pool.pids())
+    assert len(gone) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(gone.pop(), 0)
+    assert grade("\\frac{1}{2}", "0.5", kind="math").reason == "math-verify: equivalent"
+    assert not grade("x+1", "x-1", kind="math").correct
+    assert pool.killed == killed + 1
 
 
 def test_unknown_kind():
