@@ -14,13 +14,15 @@ run. Paths are absolute or relative to the data folder. `format` is taken from t
 from __future__ import annotations
 
 import json
+import logging
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pcr_ray.data.problem import Problem
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("jsonl", "json", "parquet", "hf")
 FIELDS = ("question", "answer", "unit", "solution", "id")
@@ -144,7 +146,7 @@ def iter_file(path: str, data_dir: str | Path | None = None, *, format: str | No
         except DataFileError as exc:
             skipped.append(str(exc))
     for msg in skipped[:20]:
-        print(f"[data] {p}: {msg}; skipped", file=sys.stderr)
+        log.warning("[data] %s: %s; skipped", p, msg)
     if n == 0:
         raise DataFileError(f"problems file {p} is empty")
     if skipped and len(skipped) == n:

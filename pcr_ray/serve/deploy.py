@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import logging
 import signal
 import socket
 import sys
@@ -26,6 +27,8 @@ from ray import serve
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
+
+log = logging.getLogger(__name__)
 
 
 def release_free_memory() -> None:
@@ -291,7 +294,7 @@ def run(cfg: DictConfig | Mapping[str, Any], *, block: bool = True) -> int:
         while True:
             time.sleep(1.0)
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
+        log.info("stopping ...")
     finally:
         signal.signal(signal.SIGTERM, previous)
         svc.stop()
