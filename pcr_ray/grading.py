@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcr_ray import mathverify
+from pcr_ray.core.answers import parse_quantity
 from pcr_ray.core.units import UnitError, try_unit_info
 
 # Named settings: (kind, rel_tol, abs_tol). SciBench uses a 5% relative tolerance; GSM8K is exact.
@@ -27,7 +28,6 @@ SETTINGS: dict[str, tuple[str, float, float]] = {
 }
 SCIBENCH_REL_TOL = 0.05
 MAX_MATH_CHARS = 2000
-MAX_TEXT_CHARS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,90 +43,7 @@ class GradeResult:
         return self.correct
 
 
-# ---------------------------------------------------------------- reading a numeric prediction
-
-_NUM = (r"[-+−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)")
-_LEAD_RE = re.compile(
-    r"^\s*(?P<cur>\$|US\$|USD\s)?\s*(?P<num>" + _NUM + r")"
-    r"(?:\s*(?:[eE](?P<e>[-+]?\d+)|(?:\\times|×|x|\*|\\cdot)\s*10\s*\^\s*\{?\s*(?P<p>[-+−]?\d+)\s*\}?))?"
-    r"(?:\s*/\s*(?P<den>\d+)(?![\d.]))?"
-)
-_FRAC_RE = re.compile(r"^\s*([-+−]?)\s*\\[dt]?frac\s*\{\s*([-+−]?\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
-_ANSWER_PREFIX = re.compile(r"^(?:.*?(?:final answer|answer)\s*(?:is|:)\s*|.*####\s*)", re.IGNORECASE | re.DOTALL)
-
-
-def _boxed(text: str) -> str | None:
-    i = text.rfind("\\boxed")
-    if i < 0:
-        return None
-    j = text.find("{", i)
-    if j < 0:
-        return None
-    depth = 0
-    for k in range(j, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[j + 1:k]
-    return None
-
-
-def parse_quantity(text: str) -> tuple[float, str] | None:
-    """A number and the unit text after it from an answer string ('$1,000', '3.0 x 10^8 m/s', '\\frac{1}{2}',
-    'The answer is 25 km', '#### 18'); None when there is no number. Never raises."""
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
-        return None
-    s = text.strip()
-    boxed = _boxed(s)
-    if boxed is not None:
-        s = boxed
-    elif re.search(r"answer\s*(?:is|:)|####", s, re.IGNORECASE):
-        s = _ANSWER_PREFIX.sub("", s, count=1)
-    s = s.replace("\\$", "$").replace("\\%", "%").replace("\\!", "").replace("\\,", "").replace("{,}", ",")
-    s = s.strip().rstrip(".").strip()
-    s = re.sub(r"^\$\s*(?=[\d.+\-−\\])", "$", s)
-    inner = re.fullmatch(r"\$([^$]+)\$", s)
-    if inner:
-        s = inner.group(1).strip()
-    m = _FRAC_RE.match(s)
-    if m:
-        den = float(m.group(3))
-        if den == 0:
-            return None
-        v = float(m.group(2).replace("−", "-")) / den
-        v = -v if m.group(1) in ("-", "−") else v
-        return v, s[m.end():].strip()
-    m = _LEAD_RE.match(s)
-    if not m:
-        # a number somewhere else: the last one, and what follows it
-        nums = list(re.finditer(_NUM, s))
-        if not nums:
-            return None
-        m = _LEAD_RE.match(s, nums[-1].start())
-        if not m:
-            return None
-    try:
-        v = float(m.group("num").replace(",", "").replace("−", "-"))
-        if m.group("e"):
-            v *= 10.0 ** int(m.group("e"))
-        if m.group("p"):
-            v *= 10.0 ** int(m.group("p").replace("−", "-"))
-        if m.group("den"):
-            d = float(m.group("den"))
-            if d == 0:
-                return None
-            v /= d
-    except (ValueError, OverflowError):
-        return None
-    if not math.isfinite(v):
-        return None
-    rest = s[m.end():].strip()
-    if m.group("cur"):
-        rest = "USD"
-    return v, rest
-
+# ---------------------------------------------------------------- numbers with units
 
 _SCALE_ONLY = re.compile(r"^\s*(?:\\mathrm\{)?\s*10\s*\^\s*\{?\s*([-+−]?\d+)\s*\}?\s*\}?\s*$")
 

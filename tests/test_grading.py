@@ -9,8 +9,9 @@ import time
 import pytest
 
 from pcr_ray import mathverify
+from pcr_ray.core.answers import parse_quantity
 from pcr_ray.data.problem import Problem
-from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem, parse_quantity
+from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem
 
 NUMERIC: list[tuple[object, object, dict, bool]] = [
     # GSM8K-style normalisation, exact
@@ -222,3 +223,25 @@ def test_scibench_own_grading_mode():
     assert not grade_problem(36.05, gsm, mode="scibench").correct  # GSM8K stays exact
     with pytest.raises(ValueError, match="grading.mode must be one of"):
         grade_problem(1.0, big, mode="loose")
+
+
+def test_one_module_reads_answers_in_text() -> None:
+    """The data readers, grading and the baselines read answers with pcr_ray.core.answers; one boxed reader
+    for all, which follows braces to any depth."""
+    import importlib
+
+    from pcr_ray import grading
+    from pcr_ray.baselines import direct, pyexec
+    from pcr_ray.core import answers
+    from pcr_ray.data import files, readers
+
+    assert grading.parse_quantity is answers.parse_quantity and files.parse_quantity is answers.parse_quantity
+    assert readers.last_boxed is answers.last_boxed is files.last_boxed
+    assert readers.parse_number is answers.parse_number
+    assert direct.extract_answer is answers.extract_answer and pyexec.last_quantity is answers.last_quantity
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pcr_ray.baselines.answers")
+    text = "so \\boxed{m = {{12}} \\mathrm{kg}} and then 99 more words"
+    hit = answers.extract_answer(text)
+    assert hit is not None and hit.value == 12.0
+    assert answers.parse_quantity("the result: \\fbox{12 kg}.") == (12.0, "kg")

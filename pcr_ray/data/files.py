@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.core.answers import last_boxed, parse_number, parse_quantity
 from pcr_ray.data.problem import Problem
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,6 @@ def _rows(location: str, path: Path, fmt: str, split: str | None) -> Iterator[di
 
 
 def _answer(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
-    from pcr_ray.data.readers import last_boxed
-
     raw = row.get(fields["answer"]) if fields.get("answer") else None
     if raw is not None and str(raw).strip():
         return str(raw).strip()
@@ -97,9 +96,6 @@ def _answer(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
 
 def problem_of(row: Mapping[str, Any], fields: Mapping[str, str], label: str, index: int) -> Problem:
     """One Problem from a row; DataFileError naming the row and the field when it cannot be made."""
-    from pcr_ray.data.readers import parse_number
-    from pcr_ray.grading import parse_quantity
-
     qkey = fields.get("question", "question")
     question = row.get(qkey)
     if question is None or not str(question).strip():
