@@ -161,15 +161,16 @@ def main(argv: list[str] | None = None) -> int:
         port = s.getsockname()[1]
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
+    # fp32 torch (batched forward passes; int8 on ONNX Runtime scores one pair per pass), no score cache
     common = dict(checkpoint=str(ckpt), port=port, prm_num_cpus=0.5, ingress_num_cpus=0.25,
-                  torch_threads=args.torch_threads)
+                  torch_threads=args.torch_threads, runtime="torch", int8=False, cache_size=0)
     results: dict[str, Any] = {}
     svcs = []
     try:
-        svcs.append(start(ServeSettings(**common, app_name="batched", route_prefix="/batched",
-                                        max_batch_size=args.max_batch_size)))
-        svcs.append(start(ServeSettings(**common, app_name="one_by_one", route_prefix="/one_by_one",
-                                        max_batch_size=1)))
+        svcs.append(start(ServeSettings.from_mapping(dict(**common, app_name="batched", route_prefix="/batched",
+                                                          max_batch_size=args.max_batch_size))))
+        svcs.append(start(ServeSettings.from_mapping(dict(**common, app_name="one_by_one",
+                                                          route_prefix="/one_by_one", max_batch_size=1))))
         for svc in svcs:  # warm up both (model load, first forward passes)
             asyncio.run(load(svc.url, bodies[:8], 4, 60))
         for name, svc in (("one_by_one", svcs[1]), ("batched", svcs[0])):

@@ -228,8 +228,9 @@ def main() -> None:
         port = sock.getsockname()[1]
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
-    svc = start(ServeSettings(checkpoint=str(ckpt), port=port, prm_num_cpus=0.5, ingress_num_cpus=0.25,
-                              max_body_bytes=MAX_BODY, torch_threads=1))
+    svc = start(ServeSettings.from_mapping(dict(  # fp32 torch, no score cache: every request runs the model
+        checkpoint=str(ckpt), port=port, prm_num_cpus=0.5, ingress_num_cpus=0.25, max_body_bytes=MAX_BODY,
+        torch_threads=1, runtime="torch", int8=False, cache_size=0)))
     try:
         pids = _service_pids()
         warm = Soak(svc.url, port, bodies, args.seed + 1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from pcr_ray import logs
+
 # name -> (module:function, one-line help). Hydra apps take `key=value` overrides after their arguments.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pcr_ray.commands:verify_main", "verify a trace JSON file and print the verdict"),
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"pcr-ray: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    logs.setup()  # the library's progress and warnings on stderr (a Hydra app switches to its job logging)
     target, _ = COMMANDS[name]
     module, _, func = target.partition(":")
     try:

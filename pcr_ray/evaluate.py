@@ -12,6 +12,7 @@ results.parquet, shards/, metrics.json, report.html and config.yaml. Rerunning w
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import time
@@ -28,6 +29,8 @@ from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import conf_dir, runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.prm.build import checkpoint_path
+
+log = logging.getLogger(__name__)
 
 # how each grading mode is named in metrics.json, the tables and the report
 GRADING_NOTES = {"default": "default (SciBench: 5% relative, units converted; GSM8K exact; MATH math-verify)",
@@ -59,8 +62,7 @@ def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
             kwargs.update({k: src[k] for k in FILE_KEYS if src.get(k) is not None})
         sample = str(src.get("sample", "first"))
         if src.get("optional") and not data_present(name, dcfg.get("data_dir")):
-            print(f"evaluate: left out {name} (optional): {missing_data_hint(name, dcfg.get('data_dir'))}",
-                  file=sys.stderr)
+            log.warning("evaluate: left out %s (optional): %s", name, missing_data_hint(name, dcfg.get("data_dir")))
             continue
         if sample == "random" and limit is not None:
             pool = load_dataset(name, dcfg.get("data_dir"), None, **kwargs)
@@ -174,8 +176,8 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     problems = load_problems(_plain(cfg.dataset))
     items, n_done = pending_items(problems, specs, out, resume=bool(pcfg["resume"]),
                                   retry_errors=bool(pcfg["retry_errors"]))
-    print(f"evaluate: {len(problems)} problems x {len(specs)} methods -> {out}"
-          + (f" ({n_done} rows already done, resuming)" if n_done else ""))
+    log.info("evaluate: %d problems x %d methods -> %s%s", len(problems), len(specs), out,
+             f" ({n_done} rows already done, resuming)" if n_done else "")
     stats = None
     actor_info: dict[str, Any] = {}
     if items:

@@ -2,20 +2,20 @@
 
 `grade(pred, gold, kind=...)` never raises: a malformed prediction is simply wrong, with a reason.
 Numeric answers convert between units through pcr_ray.core.units (an answer in another but convertible unit is
-right; one of the wrong dimension is wrong). MATH answers go through math-verify with its signal-based
-timeouts disabled (they only work in the main thread) and the time bounded by a daemon worker thread and an
-input-length cap, so grading works inside Ray workers and thread pools.
+right; one of the wrong dimension is wrong). MATH answers go through math-verify in a reused worker process
+(pcr_ray.mathverify) that is killed when a call outlives its timeout, and an input-length cap; grading works
+inside Ray workers and thread pools.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pcr_ray import mathverify
+from pcr_ray.core.answers import parse_quantity
 from pcr_ray.core.units import UnitError, try_unit_info
 
 # Named settings: (kind, rel_tol, abs_tol). SciBench uses a 5% relative tolerance; GSM8K is exact.
@@ -28,7 +28,6 @@ SETTINGS: dict[str, tuple[str, float, float]] = {
 }
 SCIBENCH_REL_TOL = 0.05
 MAX_MATH_CHARS = 2000
-MAX_TEXT_CHARS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,90 +43,7 @@ class GradeResult:
         return self.correct
 
 
-# ---------------------------------------------------------------- reading a numeric prediction
-
-_NUM = (r"[-+−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)")
-_LEAD_RE = re.compile(
-    r"^\s*(?P<cur>\$|US\$|USD\s)?\s*(?P<num>" + _NUM + r")"
-    r"(?:\s*(?:[eE](?P<e>[-+]?\d+)|(?:\\times|×|x|\*|\\cdot)\s*10\s*\^\s*\{?\s*(?P<p>[-+−]?\d+)\s*\}?))?"
-    r"(?:\s*/\s*(?P<den>\d+)(?![\d.]))?"
-)
-_FRAC_RE = re.compile(r"^\s*([-+−]?)\s*\\[dt]?frac\s*\{\s*([-+−]?\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
-_ANSWER_PREFIX = re.compile(r"^(?:.*?(?:final answer|answer)\s*(?:is|:)\s*|.*####\s*)", re.IGNORECASE | re.DOTALL)
-
-
-def _boxed(text: str) -> str | None:
-    i = text.rfind("\\boxed")
-    if i < 0:
-        return None
-    j = text.find("{", i)
-    if j < 0:
-        return None
-    depth = 0
-    for k in range(j, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[j + 1:k]
-    return None
-
-
-def parse_quantity(text: str) -> tuple[float, str] | None:
-    """A number and the unit text after it from an answer string ('$1,000', '3.0 x 10^8 m/s', '\\frac{1}{2}',
-    'The answer is 25 km', '#### 18'); None when there is no number. Never raises."""
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
-        return None
-    s = text.strip()
-    boxed = _boxed(s)
-    if boxed is not None:
-        s = boxed
-    elif re.search(r"answer\s*(?:is|:)|####", s, re.IGNORECASE):
-        s = _ANSWER_PREFIX.sub("", s, count=1)
-    s = s.replace("\\$", "$").replace("\\%", "%").replace("\\!", "").replace("\\,", "").replace("{,}", ",")
-    s = s.strip().rstrip(".").strip()
-    s = re.sub(r"^\$\s*(?=[\d.+\-−\\])", "$", s)
-    inner = re.fullmatch(r"\$([^$]+)\$", s)
-    if inner:
-        s = inner.group(1).strip()
-    m = _FRAC_RE.match(s)
-    if m:
-        den = float(m.group(3))
-        if den == 0:
-            return None
-        v = float(m.group(2).replace("−", "-")) / den
-        v = -v if m.group(1) in ("-", "−") else v
-        return v, s[m.end():].strip()
-    m = _LEAD_RE.match(s)
-    if not m:
-        # a number somewhere else: the last one, and what follows it
-        nums = list(re.finditer(_NUM, s))
-        if not nums:
-            return None
-        m = _LEAD_RE.match(s, nums[-1].start())
-        if not m:
-            return None
-    try:
-        v = float(m.group("num").replace(",", "").replace("−", "-"))
-        if m.group("e"):
-            v *= 10.0 ** int(m.group("e"))
-        if m.group("p"):
-            v *= 10.0 ** int(m.group("p").replace("−", "-"))
-        if m.group("den"):
-            d = float(m.group("den"))
-            if d == 0:
-                return None
-            v /= d
-    except (ValueError, OverflowError):
-        return None
-    if not math.isfinite(v):
-        return None
-    rest = s[m.end():].strip()
-    if m.group("cur"):
-        rest = "USD"
-    return v, rest
-
+# ---------------------------------------------------------------- numbers with units
 
 _SCALE_ONLY = re.compile(r"^\s*(?:\\mathrm\{)?\s*10\s*\^\s*\{?\s*([-+−]?\d+)\s*\}?\s*\}?\s*$")
 
@@ -212,28 +128,9 @@ def grade_numeric(pred: Any, gold: Any, *, unit: str = "", pred_unit: str | None
 
 # ---------------------------------------------------------------- MATH answers (math-verify)
 
-logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-
-def _as_latex(answer: str) -> str:
-    s = answer.strip()
-    if "\\boxed" in s or "$" in s:
-        return s
-    return f"${s}$"
-
-
-def _math_verify_call(pred: str, gold: str) -> bool:
-    from math_verify import parse, verify  # imported lazily: sympy + antlr take a while to load
-
-    g = parse(_as_latex(gold), parsing_timeout=None)  # type: ignore[arg-type]
-    p = parse(_as_latex(pred), parsing_timeout=None)  # type: ignore[arg-type]
-    if not g or not p:
-        return False
-    return bool(verify(g, p, timeout_seconds=None))
-
 
 def grade_math(pred: Any, gold: Any, *, timeout_s: float = 5.0) -> GradeResult:
-    """MATH-style equivalence with math-verify, run in a daemon thread bounded by `timeout_s` (thread-safe)."""
+    """MATH-style equivalence with math-verify in a worker process, killed after `timeout_s` (thread-safe)."""
     if not isinstance(pred, (str, int, float)) or isinstance(pred, bool):
         return GradeResult(False, "no answer" if pred is None else f"prediction of type {type(pred).__name__}")
     if not isinstance(gold, (str, int, float)) or isinstance(gold, bool):
@@ -245,22 +142,12 @@ def grade_math(pred: Any, gold: Any, *, timeout_s: float = 5.0) -> GradeResult:
         return GradeResult(False, f"answer longer than {MAX_MATH_CHARS} characters")
     if p.strip() == g.strip():
         return GradeResult(True, "identical strings")
-    out: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            out["ok"] = _math_verify_call(p, g)
-        except BaseException as exc:  # noqa: BLE001 - any failure of the checker is a 'not equal'
-            out["err"] = f"{type(exc).__name__}: {exc}"[:120]
-
-    th = threading.Thread(target=work, name="pcr-ray-math-verify", daemon=True)
-    th.start()
-    th.join(timeout_s)
-    if th.is_alive():
+    verdict = mathverify.pool().check(p, g, timeout_s)
+    if verdict.timed_out:
         return GradeResult(False, f"math-verify timed out after {timeout_s:g}s")
-    if "err" in out:
-        return GradeResult(False, f"math-verify error: {out['err']}")
-    if out.get("ok"):
+    if verdict.error:
+        return GradeResult(False, f"math-verify error: {verdict.error}")
+    if verdict.equal:
         return GradeResult(True, "math-verify: equivalent")
     return GradeResult(False, "math-verify: not equivalent")
 

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from pcr_ray.baselines import run_baseline
-from pcr_ray.baselines.answers import extract_answer, last_quantity
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
+from pcr_ray.core.answers import extract_answer, last_quantity
 from pcr_ray.search import SearchProblem
 from tests.sandbox_util import needs_bwrap
 

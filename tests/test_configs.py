@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -57,3 +58,25 @@ def test_a_sweep_job_folder_name_stays_short_and_distinct():
     assert "/" not in short_dirname("run_dir=/tmp/x")
     raw = OmegaConf.to_container(OmegaConf.load(conf_dir() / "evaluate.yaml"), resolve=False)
     assert "${pcr_ray.dirname:${hydra.job.override_dirname}}" in raw["hydra"]["sweep"]["subdir"]
+
+
+def test_search_yaml_and_docs_state_the_typed_defaults() -> None:
+    """`SearchConfig`'s defaults are the search defaults: conf/search/default.yaml and the table of docs/search.md
+    may not state another value (the benchmarks build SearchConfig in Python and get the typed ones)."""
+    import re
+
+    import yaml
+
+    from pcr_ray.search import SearchConfig
+
+    typed = {f.name: f.default for f in dataclasses.fields(SearchConfig)}
+    assert typed["aggregate"] == "min"
+    on_file = yaml.safe_load((conf_dir() / "search" / "default.yaml").read_text())
+    assert set(on_file) <= set(typed)
+    assert on_file == {k: typed[k] for k in on_file}
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "search.md").read_text()
+    table = docs[docs.index("### Settings"):docs.index("## Generators")]
+    rows = dict(re.findall(r"^\| `(\w+)` \| `?([^`|]+?)`? \|", table, re.MULTILINE))
+    assert len(rows) >= 10
+    for key, text in rows.items():
+        assert str(typed[key]).lower() == text.strip().lower(), key

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
+from pcr_ray.core.answers import last_boxed, parse_number
 from pcr_ray.core.units import unit_info
 from pcr_ray.data import DataMissingError, Problem, load_dataset
-from pcr_ray.data.readers import clean_scibench_unit, iter_gsm8k, last_boxed, parse_number
+from pcr_ray.data.readers import clean_scibench_unit, iter_gsm8k
 
 
 def _lines(path):

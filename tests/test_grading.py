@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import pytest
 
+from pcr_ray import mathverify
+from pcr_ray.core.answers import parse_quantity
 from pcr_ray.data.problem import Problem
-from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem, parse_quantity
+from pcr_ray.grading import SCIBENCH_REL_TOL, GradeResult, grade, grade_problem
 
 NUMERIC: list[tuple[object, object, dict, bool]] = [
     # GSM8K-style normalisation, exact
@@ -149,6 +152,26 @@ def test_time_is_bounded():
     assert time.perf_counter() - t0 < 5.0
 
 
+def test_a_pathological_answer_kills_its_worker_and_grading_goes_on():
+    """math-verify runs in a worker process: one that outlives the timeout on a tower of powers is killed (the
+    process is gone, not left computing), and the next call gets a fresh worker and a right answer."""
+    pool = mathverify.pool()
+    assert grade("x^2+2x+1", "(x+1)^2", kind="math").correct  # a worker is up and idle
+    before, killed = set(pool.pids()), pool.killed
+    t0 = time.perf_counter()
+    r = grade("2^{2^{2^{2^{2^{2}}}}}", "1", kind="math", timeout_s=1.0)
+    assert not r.correct and r.reason == "math-verify timed out after 1s"
+    assert time.perf_counter() - t0 < 5.0
+    assert pool.killed == killed + 1
+    gone = before - set(pool.pids())
+    assert len(gone) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(gone.pop(), 0)
+    assert grade("\\frac{1}{2}", "0.5", kind="math").reason == "math-verify: equivalent"
+    assert not grade("x+1", "x-1", kind="math").correct
+    assert pool.killed == killed + 1
+
+
 def test_unknown_kind():
     assert not grade("1", "1", kind="fuzzy").correct
 
@@ -200,3 +223,25 @@ def test_scibench_own_grading_mode():
     assert not grade_problem(36.05, gsm, mode="scibench").correct  # GSM8K stays exact
     with pytest.raises(ValueError, match="grading.mode must be one of"):
         grade_problem(1.0, big, mode="loose")
+
+
+def test_one_module_reads_answers_in_text() -> None:
+    """The data readers, grading and the baselines read answers with pcr_ray.core.answers; one boxed reader
+    for all, which follows braces to any depth."""
+    import importlib
+
+    from pcr_ray import grading
+    from pcr_ray.baselines import direct, pyexec
+    from pcr_ray.core import answers
+    from pcr_ray.data import files, readers
+
+    assert grading.parse_quantity is answers.parse_quantity and files.parse_quantity is answers.parse_quantity
+    assert readers.last_boxed is answers.last_boxed is files.last_boxed
+    assert readers.parse_number is answers.parse_number
+    assert direct.extract_answer is answers.extract_answer and pyexec.last_quantity is answers.last_quantity
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pcr_ray.baselines.answers")
+    text = "so \\boxed{m = {{12}} \\mathrm{kg}} and then 99 more words"
+    hit = answers.extract_answer(text)
+    assert hit is not None and hit.value == 12.0
+    assert answers.parse_quantity("the result: \\fbox{12 kg}.") == (12.0, "kg")

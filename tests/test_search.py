@@ -244,14 +244,15 @@ def test_answers_are_scored_and_compete_with_steps() -> None:
     # the PRM prefers going on after d, and answering with d2: the search stops only when the answer wins
     # (the PRM sees canonical names: the trace's d and d2 render as d1 and d2)
     sc = RuleScorer([("answer: d2", 0.9), ("answer: d1 ", 0.2), ("d2 = mul", 0.6)])
-    res = run_search([p], ScriptedGenerator(script), sc, SearchConfig(method="greedy", max_steps=4))[0]
+    res = run_search([p], ScriptedGenerator(script), sc,
+                     SearchConfig(method="greedy", max_steps=4, aggregate="last"))[0]
     assert res.answer_name == "d2" and res.answer_value == pytest.approx(50.0) and len(res.trace["steps"]) == 2
     assert res.score == pytest.approx(0.9)  # aggregate 'last': the answer's own score
     assert ("answer: d1 = 25 [m]" in [s for _, s in sc.seen]) and res.stop_reason == "answered"
     # below the threshold an answer is not taken; a dead end then falls back to the best answer seen
     sc2 = RuleScorer([("answer: d2", 0.05), ("answer: d1 ", 0.3)], default=0.7)
     res2 = run_search([p], ScriptedGenerator(lambda r, i: script(r, i) if len(r.steps) < 2 else []), sc2,
-                      SearchConfig(method="greedy", max_steps=4, max_backtracks=0))[0]
+                      SearchConfig(method="greedy", max_steps=4, max_backtracks=0, aggregate="last"))[0]
     assert res2.stop_reason == "answered" and res2.answer_name == "d" and res2.answer_value == pytest.approx(25.0)
     # verifier_only has no PRM to judge the stop: the first valid answer completes
     vo = run_search([p], ScriptedGenerator(script), None, SearchConfig(method="verifier_only", max_steps=4))[0]

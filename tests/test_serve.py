@@ -71,7 +71,7 @@ def scorer(checkpoint: Path):
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.serve.app import ServeSettings
 
-    return PRMScorer.from_checkpoint(checkpoint, max_length=ServeSettings().scorer_max_length)
+    return PRMScorer.from_checkpoint(checkpoint, max_length=ServeSettings.from_mapping({}).scorer_max_length)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def client(scorer):
 
     from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
-    app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
+    app = create_app(LocalBackend(scorer), ServeSettings.from_mapping(dict(max_body_bytes=64 * 1024)))
     with TestClient(app) as c:
         yield c
 
@@ -276,7 +276,7 @@ def test_schemathesis_fuzz_asgi(scorer, mode: str) -> None:
     bodies get a 4xx, valid ones a 200 (or 413 when over the body limit, which the schema cannot express)."""
     from pcr_ray.serve.app import LocalBackend, ServeSettings, create_app
 
-    app = create_app(LocalBackend(scorer), ServeSettings(max_body_bytes=64 * 1024))
+    app = create_app(LocalBackend(scorer), ServeSettings.from_mapping(dict(max_body_bytes=64 * 1024)))
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=_fuzz_config())
     _fuzz(schema, schemathesis.GenerationMode(mode), max_examples=40)
 
@@ -350,46 +350,71 @@ def test_mutated_traces_never_5xx(client, data) -> None:
     assert sum(s["status"] == "accepted" for s in body["steps"]) == want.n_steps
 
 
-def test_forward_coalescer_merges_waiting_batches() -> None:
-    """While one model call runs, later batches queue; the next call takes them together (up to the cap),
-    each caller gets its own scores in order, and a failing call fails only its own callers."""
-    import asyncio
+@pytest.mark.ray
+@pytest.mark.slow
+def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
+    """The PRM deployment on real Serve, with a slow stand-in model: a lone request is scored at once; requests
+    arriving one by one while a model call runs go into the next call together (up to the cap), each caller
+    gets its own scores, every call runs on the one forward thread, and a failing call fails only its callers."""
     import threading
     import time
 
-    from pcr_ray.serve.deploy import ForwardCoalescer
+    from ray import serve
 
-    calls: list[int] = []
-    lock = threading.Lock()
+    from pcr_ray.serve.deploy import PRMScorerDeployment
 
-    threads: set[int] = set()
+    class SlowScorer:
+        identity: dict = {}
 
-    def fn(pairs: list[tuple[str, str]]) -> list[float]:
-        with lock:
-            calls.append(len(pairs))
-            threads.add(threading.get_ident())
-        time.sleep(0.05)
-        if any(c == "boom" for c, _ in pairs):
-            raise ValueError("boom")
-        return [float(len(c) + len(s)) for c, s in pairs]
+        def __init__(self) -> None:
+            self.calls: list[int] = []
+            self.threads: set[str] = set()
 
-    async def go() -> list:
-        co = ForwardCoalescer(fn, max_requests=4)
-        reqs = [[[("c" * i, "s")], [("x", "y" * i)]] for i in range(1, 6)]  # 5 batches of 2 requests
-        first = asyncio.ensure_future(co.score([[("a", "b")]]))
-        await asyncio.sleep(0.01)  # the first call is running: the next ones queue up
-        rest = await asyncio.gather(*(co.score(r) for r in reqs), return_exceptions=True)
-        bad = await asyncio.gather(co.score([[("boom", "x")]]), return_exceptions=True)
-        after = await co.score([[("ok", "k")]])
-        return [await first, rest, bad, after, co.stats()]
+        def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+            self.calls.append(len(pairs))
+            self.threads.add(threading.current_thread().name)
+            time.sleep(0.1)
+            if any(c == "boom" for c, _ in pairs):
+                raise ValueError("boom")
+            return [float(len(c) + len(s)) for c, s in pairs]
 
-    first, rest, bad, after, stats = asyncio.run(go())
-    assert first == [[2.0]]
-    assert rest == [[[float(i + 1)], [float(1 + i)]] for i in range(1, 6)]
-    assert calls[0] == 1 and max(calls) == 4 and len(calls) == 1 + 3 + 1 + 1  # 5 batches of 2 -> calls of 4,4,2
-    assert isinstance(bad[0], ValueError) and after == [[3.0]]
-    assert stats["batches"] == 5 and stats["max_requests_per_batch"] == 4
-    assert len(threads) == 1 and threading.get_ident() not in threads, "every model call on the one forward thread"
+    @serve.deployment(name="SlowPRM", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+    class SlowPRM(PRMScorerDeployment.func_or_class):
+        def __init__(self, max_batch_size: int) -> None:
+            self.scorer = SlowScorer()
+            self._init_batching(max_batch_size)
+
+        def seen(self) -> dict:
+            return {"calls": self.scorer.calls, "threads": sorted(self.scorer.threads), "stats": self.stats()}
+
+    from ray.serve.context import _get_global_client
+
+    owns_serve = _get_global_client(raise_if_no_controller_running=False) is None
+    if owns_serve:  # no HTTP proxy: the test talks to the deployment through its handle
+        serve.start(proxy_location="Disabled")
+    handle = serve.run(SlowPRM.bind(4), name="slow_prm", route_prefix=None)
+    try:
+        assert handle.score.remote([("a", "b")]).result(timeout_s=60) == [2.0]  # alone: scored at once
+        pending = []
+        for i in range(1, 21):  # one request every 10 ms against 100 ms model calls
+            pending.append(handle.score.remote([("c" * i, "s"), ("x", "y" * i)]))
+            time.sleep(0.01)
+        got = [r.result(timeout_s=60) for r in pending]
+        assert got == [[float(i + 1), float(1 + i)] for i in range(1, 21)]
+        with pytest.raises(ValueError, match="boom"):
+            handle.score.remote([("boom", "x")]).result(timeout_s=60)
+        assert handle.score.remote([("ok", "k")]).result(timeout_s=60) == [3.0]
+        assert handle.score.remote([]).result(timeout_s=60) == []
+        seen = handle.seen.remote().result(timeout_s=60)
+    finally:
+        serve.delete("slow_prm")
+        if owns_serve:
+            serve.shutdown()
+    calls, stats = seen["calls"], seen["stats"]
+    assert calls[0] == 1 and max(calls) == 2 * 4, calls  # the cap: 4 requests of 2 pairs
+    assert stats["requests"] == 1 + 20 + 1 and stats["max_requests_per_batch"] == 4
+    assert stats["batches"] <= 1 + 20 // 2 + 1, calls  # one request per call would make 22 calls
+    assert seen["threads"] == ["prm-forward_0"], "every model call on the one forward thread"
 
 
 # ------------------------------------------------------------------------------------------ config and CLI
@@ -418,7 +443,7 @@ def test_settings_from_conf_and_cluster_config() -> None:
     assert app_cfg.import_path == "pcr_ray.serve.deploy:build_app"
     assert ServeSettings.from_mapping(app_cfg.args).max_batch_size >= 1
     assert build_app({**app_cfg.args, "prm_enabled": False}) is not None  # builds the Serve app graph (no Ray needed)
-    with pytest.raises(ValueError, match="unknown serve setting"):
+    with pytest.raises(ValueError, match="unknown key 'prot'"):
         ServeSettings.from_mapping({"prot": 1})
     with pytest.raises(ValueError, match="port"):
         ServeSettings.from_mapping({"port": "eighty"})
@@ -442,20 +467,42 @@ def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
         on = compose(config_name="serve", overrides=["prm.runtime=torch", "prm.int8=false", "prm.bf16=true"])
         both = compose(config_name="serve", overrides=["prm.bf16=true"])  # on top of the default int8
     s = ServeSettings.from_mapping(OmegaConf.to_container(on, resolve=True))
-    assert s.bf16 and not s.int8 and not ServeSettings().bf16
+    assert s.bf16 and not s.int8 and not ServeSettings.from_mapping({}).bf16
     with pytest.raises(ValueError, match="int8 and bf16"):
         ServeSettings.from_mapping(OmegaConf.to_container(both, resolve=True))
 
     replica = PRMScorerDeployment.func_or_class(str(checkpoint), max_batch_size=8, bf16=s.bf16, cache_size=64)
     assert replica.info()["bf16"] is True and replica.info()["int8"] is False
     pairs = expected_pairs("A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?", EXAMPLE)
-    served = asyncio.run(replica.score(pairs))  # the replica's own scoring path
+    served = asyncio.run(replica.forward([pairs]))[0]  # the replica's own model call
     offline_bf16 = PRMScorer.from_checkpoint(checkpoint, bf16=True).score(pairs)
     offline_fp32 = PRMScorer.from_checkpoint(checkpoint).score(pairs)
     assert served == pytest.approx(offline_bf16, abs=1e-6)
     assert served != pytest.approx(offline_fp32, abs=1e-7)  # the replica really scored in bf16
-    assert asyncio.run(replica.score(pairs)) == served  # asked again: the replica's score cache answers
+    assert asyncio.run(replica.forward([pairs]))[0] == served  # asked again: the replica's score cache answers
     assert replica.info()["cache"]["hits"] == len(pairs) == replica.info()["cache"]["misses"]
+
+
+def test_settings_come_from_the_checked_config_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """ServeSettings declare no defaults: the empty mapping is conf/serve.yaml as composed (the PRM group's
+    scoring settings included), and `pcr-ray serve` refuses a value of the wrong type before starting anything."""
+    import dataclasses
+
+    from pcr_ray.configs import ServeConfig, compose
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import main
+
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(ServeSettings))
+    assert {f.name for f in dataclasses.fields(ServeSettings)} == (
+        {f.name for f in dataclasses.fields(ServeConfig)} - {"prm", "ray"} | {"ray_address"})
+    cfg = compose("serve")
+    s = ServeSettings.from_mapping({})
+    assert s == ServeSettings.from_config(cfg)
+    assert (s.runtime, s.int8, s.cache_size, s.checkpoint) == (cfg.prm.runtime, cfg.prm.int8, cfg.prm.cache_size,
+                                                              cfg.prm.checkpoint)
+    assert ServeSettings.from_mapping({"ray_address": "auto"}).ray_address == "auto"
+    assert main(["max_batch_size=many"]) == 2
+    assert "max_batch_size" in capsys.readouterr().err
 
 
 def test_cli_prints_config(capsys: pytest.CaptureFixture[str]) -> None:
@@ -483,11 +530,11 @@ def service(ray_session, checkpoint: Path):
     from pcr_ray.serve.deploy import start
 
     port = _free_port()
-    svc = start(ServeSettings(checkpoint=str(checkpoint), port=port, max_batch_size=16,
-                              prm_num_cpus=0.5, ingress_num_cpus=0.2,
-                              max_body_bytes=64 * 1024))
-    bare = start(ServeSettings(prm_enabled=False, port=port, app_name="pcr_ray_noprm", route_prefix="/noprm",
-                               ingress_num_cpus=0.2))
+    svc = start(ServeSettings.from_mapping(dict(
+        checkpoint=str(checkpoint), port=port, max_batch_size=16, prm_num_cpus=0.5, ingress_num_cpus=0.2,
+        max_body_bytes=64 * 1024, runtime="torch", int8=False, cache_size=0)))  # fp32: the offline scorer's scores
+    bare = start(ServeSettings.from_mapping(dict(prm_enabled=False, port=port, app_name="pcr_ray_noprm",
+                                                 route_prefix="/noprm", ingress_num_cpus=0.2)))
     assert svc.owns_serve and not bare.owns_serve
     yield svc, bare
     bare.stop()
@@ -589,5 +636,6 @@ def test_a_gpu_scorer_reserves_a_gpu_for_each_replica():
 
     with pytest.raises(ValueError, match="prm_num_gpus=1"):
         ServeSettings.from_mapping({"device": "cuda", "runtime": "torch"})
-    s = ServeSettings.from_mapping({"device": "cuda", "runtime": "torch", "bf16": True, "prm_num_gpus": 0.5})
+    s = ServeSettings.from_mapping({"device": "cuda", "runtime": "torch", "int8": False, "bf16": True,
+                                    "prm_num_gpus": 0.5})
     assert s.prm_num_gpus == 0.5 and ServeSettings.from_mapping({}).prm_num_gpus == 0.0

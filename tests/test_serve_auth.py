@@ -28,19 +28,20 @@ def test_non_loopback_without_key_refuses_to_start(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("PCR_RAY_API_KEY", raising=False)
     for host in ("0.0.0.0", "::", "192.168.1.7", "example.org"):
         with pytest.raises(ValueError, match="needs an API key"):
-            create_app(None, ServeSettings(host=host))
+            create_app(None, ServeSettings.from_mapping(dict(host=host)))
+    from pcr_ray.configs import compose
     from pcr_ray.serve.deploy import run
 
-    assert run({"host": "0.0.0.0", "prm_enabled": False}, block=False) == 2  # before Ray is touched
+    assert run(compose("serve", ["host=0.0.0.0", "prm_enabled=false"]), block=False) == 2  # before Ray is touched
     with pytest.warns(RuntimeWarning, match="WITHOUT AN API KEY"):
-        app = create_app(None, ServeSettings(host="0.0.0.0", allow_unauthenticated=True))
+        app = create_app(None, ServeSettings.from_mapping(dict(host="0.0.0.0", allow_unauthenticated=True)))
     with TestClient(app) as c:
         assert _verify(c).status_code == 200
 
 
 def test_wrong_or_missing_key_is_401_and_the_key_opens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PCR_RAY_API_KEY", KEY)
-    with TestClient(create_app(None, ServeSettings(host="0.0.0.0"))) as c:
+    with TestClient(create_app(None, ServeSettings.from_mapping(dict(host="0.0.0.0")))) as c:
         r = _verify(c)
         assert r.status_code == 401 and "API key" in r.json()["detail"]
         assert r.headers["www-authenticate"].startswith("Bearer")
@@ -61,16 +62,16 @@ def test_key_from_a_file_and_bad_keys(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("PCR_RAY_API_KEY", raising=False)
     f = tmp_path / "key"
     f.write_text(KEY + "\n")
-    with TestClient(create_app(None, ServeSettings(host="10.0.0.5", api_key_file=str(f)))) as c:
+    with TestClient(create_app(None, ServeSettings.from_mapping(dict(host="10.0.0.5", api_key_file=str(f))))) as c:
         assert _verify(c).status_code == 401
         assert _verify(c, **{"X-API-Key": KEY}).status_code == 200
     f.write_text("short\n")
     with pytest.raises(ValueError, match="shorter than 16"):
-        auth_for(ServeSettings(host="0.0.0.0", api_key_file=str(f)))
+        auth_for(ServeSettings.from_mapping(dict(host="0.0.0.0", api_key_file=str(f))))
     with pytest.raises(ValueError, match="cannot be read"):
-        auth_for(ServeSettings(host="0.0.0.0", api_key_file=str(tmp_path / "missing")))
+        auth_for(ServeSettings.from_mapping(dict(host="0.0.0.0", api_key_file=str(tmp_path / "missing"))))
     f.write_text(KEY)
-    auth = auth_for(ServeSettings(host="0.0.0.0", api_key_file=str(f)))
+    auth = auth_for(ServeSettings.from_mapping(dict(host="0.0.0.0", api_key_file=str(f))))
     assert auth.key_digest and KEY not in repr(auth) and KEY not in auth.key_digest
 
 
@@ -78,10 +79,10 @@ def test_loopback_needs_no_key_but_a_configured_key_is_enforced(monkeypatch: pyt
     monkeypatch.delenv("PCR_RAY_API_KEY", raising=False)
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.3.2.1", "localhost", "::1", "[::1]"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "", "::", "10.0.0.1", "example.org"))
-    with TestClient(create_app(None, ServeSettings(host="127.0.0.1"))) as c:
+    with TestClient(create_app(None, ServeSettings.from_mapping(dict(host="127.0.0.1")))) as c:
         assert _verify(c).status_code == 200
     monkeypatch.setenv("PCR_RAY_API_KEY", KEY)
-    with TestClient(create_app(None, ServeSettings(host="127.0.0.1"))) as c:
+    with TestClient(create_app(None, ServeSettings.from_mapping(dict(host="127.0.0.1")))) as c:
         assert _verify(c).status_code == 401 and _verify(c, **{"X-API-Key": KEY}).status_code == 200
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pcr_ray.baselines.answers import last_quantity
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
+from pcr_ray.core.answers import last_quantity
 from pcr_ray.core.trace import Given, Step, parse_step, parse_trace
 from pcr_ray.core.verifier import VerifierState, verify_step
 from pcr_ray.data.physics import generate_problems

@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.baselines.answers import extract_answer
+from pcr_ray.core.answers import extract_answer
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search import SearchProblem, SearchResult
 

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.baselines.answers import last_quantity
 from pcr_ray.baselines.confine import require_bwrap
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
+from pcr_ray.core.answers import last_quantity
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.schema import extract_code
 from pcr_ray.search import SearchProblem, SearchResult

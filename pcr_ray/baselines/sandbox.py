@@ -22,6 +22,7 @@ by the hook.)
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -37,6 +38,8 @@ from pcr_ray.baselines import confine
 from pcr_ray.baselines.confine import SandboxUnavailable
 
 BLOCKED_EXIT = 87
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BLOCKED_EXIT", "SandboxLimits", "SandboxResult", "SandboxUnavailable", "run_program"]
 
@@ -257,7 +260,7 @@ def _warn_unconfined() -> None:
            "file this user can (home directory, ~/.ray/auth_token, /etc/shadow as root) and print it into the "
            f"results; install bubblewrap (`{confine.INSTALL_HINT}`) and drop the setting")
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
-    print(f"WARNING: {msg}", file=sys.stderr, flush=True)
+    log.warning(msg)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -14,13 +14,16 @@ run. Paths are absolute or relative to the data folder. `format` is taken from t
 from __future__ import annotations
 
 import json
+import logging
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.core.answers import last_boxed, parse_number, parse_quantity
 from pcr_ray.data.problem import Problem
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("jsonl", "json", "parquet", "hf")
 FIELDS = ("question", "answer", "unit", "solution", "id")
@@ -78,8 +81,6 @@ def _rows(location: str, path: Path, fmt: str, split: str | None) -> Iterator[di
 
 
 def _answer(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
-    from pcr_ray.data.readers import last_boxed
-
     raw = row.get(fields["answer"]) if fields.get("answer") else None
     if raw is not None and str(raw).strip():
         return str(raw).strip()
@@ -95,9 +96,6 @@ def _answer(row: Mapping[str, Any], fields: Mapping[str, str]) -> str:
 
 def problem_of(row: Mapping[str, Any], fields: Mapping[str, str], label: str, index: int) -> Problem:
     """One Problem from a row; DataFileError naming the row and the field when it cannot be made."""
-    from pcr_ray.data.readers import parse_number
-    from pcr_ray.grading import parse_quantity
-
     qkey = fields.get("question", "question")
     question = row.get(qkey)
     if question is None or not str(question).strip():
@@ -144,7 +142,7 @@ def iter_file(path: str, data_dir: str | Path | None = None, *, format: str | No
         except DataFileError as exc:
             skipped.append(str(exc))
     for msg in skipped[:20]:
-        print(f"[data] {p}: {msg}; skipped", file=sys.stderr)
+        log.warning("[data] %s: %s; skipped", p, msg)
     if n == 0:
         raise DataFileError(f"problems file {p} is empty")
     if skipped and len(skipped) == n:

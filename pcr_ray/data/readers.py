@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from pcr_ray.core.answers import last_boxed, parse_number
 from pcr_ray.data.problem import Problem
 from pcr_ray.paths import data_dir as _default_data_dir
 
@@ -87,49 +88,6 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                 yield json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: not valid JSON: {exc}") from None
-
-
-_NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
-_FRAC_RE = re.compile(r"^(-?)\\[dt]?frac\{(-?\d+)\}\{(\d+)\}$")
-
-
-def parse_number(text: str) -> float | None:
-    """A plain number ('1,000', '-3.5', '$12', '\\frac{9}{7}', '50\\%') as a float, else None."""
-    s = text.strip().strip("$").strip().replace("\u2212", "-")
-    s = re.sub(r"\\(?:!|,|;|\s)", "", s)
-    s = s.replace("\\%", "").replace("%", "").replace("\\$", "").strip()
-    s = re.sub(r"^\\text\{([^{}]*)\}$", r"\1", s)
-    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", s):
-        s = s.replace(",", "")
-    if _NUM_RE.match(s):
-        return float(s)
-    m = _FRAC_RE.match(s)
-    if m and int(m.group(3)) != 0:
-        v = int(m.group(2)) / int(m.group(3))
-        return -v if m.group(1) else v
-    return None
-
-
-def last_boxed(text: str) -> str | None:
-    """The content of the last \\boxed{...} (or \\fbox{...}, or '\\boxed 5') in a solution; None if absent."""
-    idx = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if idx < 0:
-        return None
-    i = idx + (6 if text.startswith("\\boxed", idx) else 5)
-    if i < len(text) and text[i] == " ":
-        m = re.match(r" ([^\s$]+)", text[i:])
-        return m.group(1) if m else None
-    if i >= len(text) or text[i] != "{":
-        return None
-    depth, start = 0, i
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : j]
-    return None
 
 
 def gsm8k_final_answer(solution: str) -> str:

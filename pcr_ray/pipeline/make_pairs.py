@@ -9,6 +9,7 @@ maps `pcr_ray.negatives.pairs.pair_records` over them on CPU workers (map_batche
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
@@ -21,6 +22,8 @@ from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
 from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
+
+log = logging.getLogger(__name__)
 
 CONFIG_NAME = "make_pairs"
 
@@ -59,7 +62,7 @@ def problem_rows(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         probs = load_dataset(str(src["name"]), src.get("data_dir"), limit=src.get("limit"),
                              **dict(src.get("kwargs") or {}))
         got = [p.to_dict() for p in probs if p.gold_trace]
-        print(f"[make-pairs] {src['name']}: {len(probs)} problems, {len(got)} with gold traces", flush=True)
+        log.info("[make-pairs] %s: %d problems, %d with gold traces", src["name"], len(probs), len(got))
         rows.extend(got)
     return rows
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import shutil
 import signal
 import sys
@@ -29,6 +30,8 @@ from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
+
+log = logging.getLogger(__name__)
 
 CONFIG_NAME = "train_prm"
 # torch in the workers: passive OpenMP waiting (spinning threads crawl on a busy machine), no tokenizer threads
@@ -262,9 +265,9 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not train_cfg.get("torch_threads") and not scaling["use_gpu"]:
         train_cfg["torch_threads"] = max(1, int(cpus))
     by_kind = kind_counts(train_ds)
-    print(f"[train-prm] {kind} PRM: {n_train} train / {n_val} validation pairs (kinds {list(kinds)}), "
-          f"{scaling.get('num_workers', 1)} worker(s), backbone {train_cfg['backbone']}", flush=True)
-    print("[train-prm] train pairs by kind: " + ", ".join(f"{k} {v}" for k, v in by_kind.items()), flush=True)
+    log.info("[train-prm] %s PRM: %d train / %d validation pairs (kinds %s), %s worker(s), backbone %s", kind,
+             n_train, n_val, list(kinds), scaling.get("num_workers", 1), train_cfg["backbone"])
+    log.info("[train-prm] train pairs by kind: %s", ", ".join(f"{k} {v}" for k, v in by_kind.items()))
     trainer = TorchTrainer(
         ray_train_loop,
         train_loop_config={"train": train_cfg, "shuffle_buffer": int(cfg["shuffle_buffer"])},

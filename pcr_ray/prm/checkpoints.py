@@ -19,9 +19,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +29,8 @@ from typing import Any
 
 from pcr_ray.paths import cache_dir
 from pcr_ray.prm.base import META_FILE, PRM_KINDS
+
+log = logging.getLogger(__name__)
 
 # problems for the quick training: physics with seeds far from the evaluation sets' (0, 1, ...), GSM8K train
 DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
@@ -174,7 +176,7 @@ def load_problems(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             probs = load_dataset(str(src["name"]), src.get("data_dir"), limit=src.get("limit"),
                                  **dict(src.get("kwargs") or {}))
         except (ImportError, FileNotFoundError) as exc:
-            print(f"[prm] skipping source {src['name']}: {exc}", file=sys.stderr)
+            log.warning("[prm] skipping source %s: %s", src["name"], exc)
             continue
         rows.extend(p.to_dict() for p in probs if p.gold_trace)
     return rows
@@ -227,8 +229,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         val = select_pairs([r for r in rows if r["split"] == "validation"], val_pairs, seed)
         if not train:
             raise RuntimeError(f"no {kind} training pairs from {len(problems)} problems")
-        print(f"[prm] training a {kind} PRM: {len(train)} train / {len(val)} val pairs from {len(problems)} "
-              f"problems ({time.perf_counter() - t0:.1f}s to make pairs) into {dest}", file=sys.stderr, flush=True)
+        log.info("[prm] training a %s PRM: %d train / %d val pairs from %d problems (%.1fs to make pairs) into %s",
+                 kind, len(train), len(val), len(problems), time.perf_counter() - t0, dest)
         # every core, whatever OMP_NUM_THREADS says: the caller may be a one-thread process (the vLLM tests)
         cfg = TrainConfig.from_dict({"backbone": backbone, "kind": kind, "epochs": epochs, "seed": seed,
                                      "n_train": len(train), "attention": attention, "torch_threads": os.cpu_count(),
@@ -244,6 +246,5 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         acc = metrics.get("val_pairwise_acc", float("nan"))
-        print(f"[prm] {kind} PRM ready at {dest} (val pairwise acc {acc:.3f}, {time.perf_counter() - t0:.0f}s)",
-              file=sys.stderr, flush=True)
+        log.info("[prm] %s PRM ready at %s (val pairwise acc %.3f, %.0fs)", kind, dest, acc, time.perf_counter() - t0)
         return dest

@@ -16,6 +16,7 @@ scheduler, epoch, RNG), so training resumes exactly.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import random
 import shutil
@@ -41,6 +42,8 @@ from pcr_ray.prm.model import (
     save_checkpoint,
 )
 from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, DEFAULT_PACK_SIZE, check_attention, packed_logits
+
+log = logging.getLogger(__name__)
 
 LOSSES = ("pairwise", "pointwise", "listwise")
 PRECISIONS = ("fp32", "bf16", "auto")  # auto: bf16 on a CUDA device, fp32 on a CPU
@@ -321,9 +324,9 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss_sum / max(seen, 1):.4f}")
             if cfg.log_every > 0 and rank0 and n_batches % cfg.log_every == 0:
-                print(f"[prm] epoch {epoch + 1} batch {n_batches}/{_steps_per_epoch(cfg, session.world_size)} "
-                      f"loss {loss_sum / max(seen, 1):.4f} ({seen / (time.perf_counter() - t0):.2f} pairs/s)",
-                      file=sys.stderr, flush=True)
+                log.info("[prm] epoch %d batch %d/%d loss %.4f (%.2f pairs/s)", epoch + 1, n_batches,
+                         _steps_per_epoch(cfg, session.world_size), loss_sum / max(seen, 1),
+                         seen / (time.perf_counter() - t0))
             if cfg.max_batches > 0 and n_batches >= cfg.max_batches:
                 stopped = True
                 break
@@ -350,9 +353,9 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
                 save_checkpoint(model, tokenizer, ck_dir / PRM_SUBDIR, meta)
                 torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "epoch": epoch,
                             "history": history, "torch_rng": torch.get_rng_state()}, ck_dir / STATE_FILE)
-                print(f"[prm] epoch {epoch + 1}/{cfg.epochs} train_loss={metrics['train_loss']:.4f} "
-                      f"val_acc={metrics['val_pairwise_acc']:.4f} val_loss={metrics['val_loss']:.4f} "
-                      f"pairs={metrics['train_pairs']} ({metrics['pairs_per_s']}/s)", file=sys.stderr, flush=True)
+                log.info("[prm] epoch %d/%d train_loss=%.4f val_acc=%.4f val_loss=%.4f pairs=%d (%s/s)", epoch + 1,
+                         cfg.epochs, metrics["train_loss"], metrics["val_pairwise_acc"], metrics["val_loss"],
+                         metrics["train_pairs"], metrics["pairs_per_s"])
             session.report(metrics, ck_dir)
         last = metrics
         if stopped:

@@ -56,7 +56,7 @@ class SearchConfig:
     k: int = 8
     max_steps: int = 8
     max_retries: int = 2
-    aggregate: str = "last"
+    aggregate: str = "min"
     threshold: float = 0.0
     n_complete: int = 1
     max_backtracks: int = 3

@@ -10,20 +10,20 @@ import asyncio
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
 from fastapi import Body, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import TypeAdapter, ValidationError
+from omegaconf import DictConfig
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pcr_ray import __version__
+from pcr_ray import __version__, configs
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
-from pcr_ray.prm.build import QUICK
+from pcr_ray.prm.build import QUICK, check_runtime
 from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
 from pcr_ray.serve.models import (
     MAX_CANDIDATES,
@@ -47,55 +47,46 @@ VERSION = __version__
 
 @dataclass(frozen=True)
 class ServeSettings:
-    """Service settings (conf/serve.yaml); `checkpoint=None` means `find_checkpoint(kind)`."""
+    """The service's settings: the checked `serve` config (pcr_ray/conf/serve.yaml, configs.ServeConfig) with its
+    `prm` group folded in and `ray.address` as `ray_address`. The config states every default; build these with
+    `from_config` (a composed config) or `from_mapping` (some keys, on top of the config's)."""
 
-    checkpoint: str | None = None
-    kind: str = "csp"
-    family: str = "cross_encoder"  # or causal_lm: an off-the-shelf PRM named by checkpoint (pcr_ray.prm.causal_lm)
-    convention: str | None = None  # causal_lm: qwen_prm | math_shepherd
-    prm_enabled: bool = True
-    replicas: int = 1
-    max_batch_size: int = 32
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_body_bytes: int = 1_048_576
-    app_name: str = "pcr_ray"
-    route_prefix: str = "/"
-    runtime: str = "torch"  # torch | onnx (ONNX Runtime int8, CPU): pcr_ray.prm.build.check_runtime
-    cache_size: int = 0  # logits each PRM replica keeps by (context, step) text (pcr_ray.prm.score_cache); 0: none
-    int8: bool = False
-    bf16: bool = False  # score batched under bfloat16 autocast (not with int8)
-    device: str = "cpu"
-    scorer_max_batch: int = 64
-    scorer_max_length: int | None = None  # None: the length the checkpoint was trained at
-    prm_num_cpus: float = 1.0
-    prm_num_gpus: float = 0.0  # GPUs each PRM replica reserves (1, or 0.5 to share one); prm.device=cuda needs > 0
-    ingress_num_cpus: float = 0.5
-    max_ongoing_requests: int = 256
-    torch_threads: int = 0
-    ray_address: str | None = None
-    api_key_env: str = "PCR_RAY_API_KEY"  # the API key's environment variable (pcr_ray.serve.auth)
-    api_key_file: str | None = None  # or a file holding it; beyond loopback one of them is required ...
-    allow_unauthenticated: bool = False  # ... unless this says otherwise (a loud warning)
+    checkpoint: str | None  # None or `quick`: find_checkpoint(kind)
+    kind: str
+    family: str  # cross_encoder, or causal_lm: an off-the-shelf PRM named by checkpoint (pcr_ray.prm.causal_lm)
+    convention: str | None  # causal_lm: qwen_prm | math_shepherd
+    prm_enabled: bool
+    replicas: int
+    max_batch_size: int
+    host: str
+    port: int
+    max_body_bytes: int
+    app_name: str
+    route_prefix: str
+    runtime: str  # torch | onnx (ONNX Runtime int8, CPU): pcr_ray.prm.build.check_runtime
+    cache_size: int  # logits each PRM replica keeps by (context, step) text (pcr_ray.prm.score_cache); 0: none
+    int8: bool
+    bf16: bool  # score batched under bfloat16 autocast (not with int8)
+    device: str
+    scorer_max_batch: int
+    scorer_max_length: int | None  # None: the length the checkpoint was trained at
+    prm_num_cpus: float
+    prm_num_gpus: float  # GPUs each PRM replica reserves (1, or 0.5 to share one); prm.device=cuda needs > 0
+    ingress_num_cpus: float
+    max_ongoing_requests: int
+    torch_threads: int
+    ray_address: str | None
+    api_key_env: str  # the API key's environment variable (pcr_ray.serve.auth)
+    api_key_file: str | None  # or a file holding it; beyond loopback one of them is required ...
+    allow_unauthenticated: bool  # ... unless this says otherwise (a loud warning)
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> ServeSettings:
-        """Settings from a config dict (Hydra's or `serve deploy` args); unknown keys are an error."""
-        d = dict(cfg or {})
-        if isinstance(d.get("prm"), Mapping):
-            d.pop("prm")  # the Hydra `prm` group: its values reach the top-level keys by interpolation
-        ray_cfg = d.pop("ray", None)
-        if isinstance(ray_cfg, Mapping) and ray_cfg.get("address") and not d.get("ray_address"):
-            d["ray_address"] = str(ray_cfg["address"])
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown serve setting(s) {unknown}; known: {sorted(known)}")
-        try:
-            s = TypeAdapter(cls).validate_python(d)
-        except ValidationError as exc:
-            bad = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f"bad serve setting(s): {bad}") from None
+    def from_config(cls, cfg: DictConfig | Mapping[str, Any]) -> ServeSettings:
+        """Settings from a whole composed `serve` config, checked by configs.check (ConfigError names a bad key)."""
+        d = configs.checked_dict("serve", cfg)
+        d.pop("prm")  # the `prm` group: its values reach the top-level keys by interpolation
+        d["ray_address"] = d.pop("ray")["address"]
+        s = cls(**d)
         if s.max_batch_size < 1 or s.replicas < 1 or s.max_body_bytes < 1024:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
         if s.int8 and s.bf16:
@@ -103,10 +94,19 @@ class ServeSettings:
         if s.device.startswith("cuda") and s.prm_num_gpus <= 0:
             raise ValueError(f"prm.device={s.device} scores on a GPU, so each PRM replica must reserve one: set "
                              f"prm_num_gpus=1 (or a share such as 0.5), else Ray may place it on a node without one")
-        from pcr_ray.prm.build import check_runtime
-
         check_runtime(s.runtime, device=s.device, int8=s.int8, bf16=s.bf16)
         return s
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None = None) -> ServeSettings:
+        """Settings from some keys (`serve deploy` args, a dict in Python, a whole config as a dict) on top of
+        conf/serve.yaml's; an unknown key or a value of the wrong type is a ConfigError naming it."""
+        d = dict(values or {})
+        if "ray_address" in d:
+            ray_cfg = dict(d.get("ray") or {})
+            ray_cfg["address"] = d.pop("ray_address")
+            d["ray"] = ray_cfg
+        return cls.from_config(configs.compose("serve", values=d))
 
 
 def auth_for(settings: ServeSettings) -> ApiKeyAuth:
@@ -494,7 +494,7 @@ def create_app(backend: ScoreBackend | None, settings: ServeSettings | None = No
 
     `auth`: the API-key policy; None means `auth_for(settings)` (which refuses a non-loopback host without key).
     """
-    settings = settings or ServeSettings()
+    settings = settings or ServeSettings.from_mapping({})  # conf/serve.yaml as it is
     auth = auth if auth is not None else auth_for(settings)
     app = FastAPI(
         title=SERVICE, version=VERSION, default_response_class=SafeJSONResponse,

@@ -13,12 +13,14 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 import os
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 MIN_KEY_CHARS = 16
 OPEN_PATHS = ("/healthz",)
@@ -85,7 +87,7 @@ class ApiKeyAuth:
         msg = (f"pcr_ray scoring service on host={host} WITHOUT AN API KEY (allow_unauthenticated=true): anyone "
                f"who can reach the port can use it; set {api_key_env} or api_key_file")
         warnings.warn(msg, RuntimeWarning, stacklevel=2)
-        print(f"WARNING: {msg}", file=sys.stderr, flush=True)
+        log.warning(msg)
         return cls(None)
 
     def accepts(self, headers: dict[str, str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import logging
 import signal
 import socket
 import sys
@@ -20,88 +21,22 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fastapi import FastAPI
+from omegaconf import DictConfig
 from ray import serve
 
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
-
-class ForwardCoalescer:
-    """The replica's one batching layer: one model call at a time, and every request that arrived meanwhile goes
-    into the next call together (up to `max_requests` requests per call).
-
-    A lone request starts a call at once (no waiting for company); under load a call takes whatever queued while
-    the previous one ran, so batches grow with the load and the model never idles while requests wait.
-    """
-
-    def __init__(self, fn: Any, max_requests: int) -> None:
-        self._fn = fn
-        self.max_requests = max(1, int(max_requests))
-        # every model call on the same thread: one malloc arena for the forward passes, not one per pool thread
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prm-forward")
-        self._pending: list[tuple[list[list[tuple[str, str]]], asyncio.Future]] = []
-        self._running = False
-        self.calls = 0
-        self.requests = 0
-        self.pairs = 0
-        self.max_requests_per_call = 0
-
-    async def score(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
-        """Scores for each request's pairs (one list per request, in order)."""
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._pending.append((requests, fut))
-        if not self._running:
-            self._running = True
-            asyncio.get_running_loop().create_task(self._drain())
-        return await fut
-
-    async def _drain(self) -> None:
-        try:
-            while self._pending:
-                take, n = [], 0
-                while self._pending and (not take or n + len(self._pending[0][0]) <= self.max_requests):
-                    reqs, fut = self._pending.pop(0)
-                    take.append((reqs, fut))
-                    n += len(reqs)
-                flat = [tuple(p) for reqs, _ in take for r in reqs for p in r]
-                try:
-                    loop = asyncio.get_running_loop()
-                    scores = list(await loop.run_in_executor(self._executor, self._fn, flat)) if flat else []
-                    if len(scores) != len(flat):
-                        raise RuntimeError(f"scorer returned {len(scores)} scores for {len(flat)} pairs")
-                except Exception as exc:  # every waiting caller gets the error, none hangs
-                    for _, fut in take:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                self.calls += 1
-                self.requests += n
-                self.pairs += len(flat)
-                self.max_requests_per_call = max(self.max_requests_per_call, n)
-                k = 0
-                for reqs, fut in take:
-                    out = []
-                    for r in reqs:
-                        out.append([float(x) for x in scores[k:k + len(r)]])
-                        k += len(r)
-                    if not fut.done():
-                        fut.set_result(out)
-        finally:
-            self._running = False
-            self._executor.submit(release_free_memory)  # idle now: off the event loop, before the next call
-
-    def stats(self) -> dict[str, int]:
-        """Model calls (`batches`), requests and pairs scored, largest call in requests."""
-        return {"batches": self.calls, "requests": self.requests, "pairs": self.pairs,
-                "max_requests_per_batch": self.max_requests_per_call}
+log = logging.getLogger(__name__)
 
 
 def release_free_memory() -> None:
     """Give the heap's free pages back to the OS (glibc `malloc_trim`); a no-op where libc has no such call.
 
     The forward passes allocate activations of a different shape for every batch; without a trim the freed
-    pages stay with the process and its RSS creeps up under varied load. Called when the replica goes idle.
+    pages stay with the process and its RSS creeps up under varied load. Called on the forward thread when the
+    replica goes idle (no request waits after a model call).
     """
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
@@ -118,7 +53,14 @@ _MALLOC_TRIM: Any = None
 
 @serve.deployment(name="PRMScorer")
 class PRMScorerDeployment:
-    """The PRM (pcr_ray.prm.build) behind a ForwardCoalescer: concurrent requests share forward passes."""
+    """The PRM (pcr_ray.prm.build) batched by `@serve.batch`: concurrent requests share forward passes.
+
+    One model call at a time, on one thread. A request that arrives while a call runs waits for it to end; then
+    every request that waited goes into the next call together (up to `max_batch_size` requests). A lone request
+    is scored at once (`batch_wait_timeout_s=0`); under load the calls grow with the queue. Without that wait,
+    `@serve.batch` would take each request into a batch of its own as soon as it arrived, and the batches would
+    queue behind the running call one request each.
+    """
 
     def __init__(self, checkpoint: str, max_batch_size: int = 32, int8: bool = False, device: str = "cpu",
                  scorer_max_batch: int = 64, scorer_max_length: int | None = None, torch_threads: int = 0,
@@ -133,19 +75,66 @@ class PRMScorerDeployment:
         prm_cfg = {"device": device, "runtime": runtime, "int8": int8, "bf16": bf16, "max_batch": scorer_max_batch,
                    "cache_size": cache_size, "family": family, "convention": convention}
         self.scorer = build_scorer(prm_cfg, checkpoint, max_length=scorer_max_length)
-        self.max_batch_size = max_batch_size
-        self.coalescer = ForwardCoalescer(self.scorer.score, max_batch_size)
+        self._init_batching(max_batch_size)
+
+    def _init_batching(self, max_batch_size: int) -> None:
+        self.max_batch_size = max(1, int(max_batch_size))
+        self.score_batch.set_max_batch_size(self.max_batch_size)
+        # every model call on the same thread: one malloc arena for the forward passes, not one per pool thread
+        self._forward_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prm-forward")
+        self._idle = asyncio.Event()  # set while no model call runs: requests wait for it to enter a batch
+        self._idle.set()
+        self._in_flight = 0  # requests in `score`, batched or waiting
+        self.calls = self.requests = self.pairs = self.max_requests_per_call = 0
 
     async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """Scores of (context, step) pairs; one call is one request of the coalescer's next model call."""
+        """Scores of (context, step) pairs; one call is one request of a batch."""
         if not pairs:
             return []
-        return (await self.coalescer.score([list(pairs)]))[0]
+        self._in_flight += 1
+        try:
+            await self._idle.wait()  # a model call runs: wait for it, then enter the next batch with the others
+            return await self.score_batch([tuple(p) for p in pairs])
+        finally:
+            self._in_flight -= 1
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0, max_concurrent_batches=1)
+    async def score_batch(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
+        """One model call for a batch of requests (`@serve.batch`; max_batch_size is set per replica)."""
+        self._idle.clear()
+        try:
+            return await self.forward(requests)
+        finally:
+            self._idle.set()
+            if self._in_flight <= len(requests):  # nobody waits: idle now, trim on the forward thread
+                self._forward_thread.submit(release_free_memory)
+
+    async def forward(self, requests: list[list[tuple[str, str]]]) -> list[list[float]]:
+        """Scores of each request's pairs from one model call on the forward thread (one list per request)."""
+        flat = [tuple(p) for r in requests for p in r]
+        loop = asyncio.get_running_loop()
+        scores = list(await loop.run_in_executor(self._forward_thread, self.scorer.score, flat)) if flat else []
+        if len(scores) != len(flat):
+            raise RuntimeError(f"scorer returned {len(scores)} scores for {len(flat)} pairs")
+        self.calls += 1
+        self.requests += len(requests)
+        self.pairs += len(flat)
+        self.max_requests_per_call = max(self.max_requests_per_call, len(requests))
+        out, k = [], 0
+        for r in requests:
+            out.append([float(x) for x in scores[k:k + len(r)]])
+            k += len(r)
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """Model calls (`batches`), requests and pairs scored, largest call in requests."""
+        return {"batches": self.calls, "requests": self.requests, "pairs": self.pairs,
+                "max_requests_per_batch": self.max_requests_per_call}
 
     def info(self) -> dict[str, Any]:
         """PRMScorer.identity, the batching settings and counters."""
         return {**dict(self.scorer.identity), "max_batch_size": self.max_batch_size,
-                "stats": self.coalescer.stats(), "cache": self.scorer.cache.stats()}
+                "stats": self.stats(), "cache": self.scorer.cache.stats()}
 
 
 @serve.deployment(name="ScoringIngress")
@@ -155,7 +144,7 @@ class ScoringIngress:
 
     def __init__(self, prm: Any | None, settings: dict[str, Any], checkpoint: str | None = None,
                  key_digest: str | None = None) -> None:
-        self._settings = ServeSettings.from_mapping(settings)
+        self._settings = ServeSettings(**settings)  # checked by the builder: the replica composes no config
         self._backend = HandleBackend(prm) if prm is not None else None
         self._checkpoint = checkpoint
         self._auth = ApiKeyAuth(key_digest)  # resolved by the builder; the replica needs neither env nor file
@@ -247,6 +236,7 @@ def _serve_client() -> Any | None:
 def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningService:
     """Start (local Ray if none,) Serve on host:port (unless already running), and the app; returns when ready.
 
+    `settings`: ServeSettings, or some of their keys on top of conf/serve.yaml's (ServeSettings.from_mapping).
     When Serve already runs in this cluster its HTTP host/port stay as they are (Serve's options are
     cluster-wide); the returned URL says where the app really is.
     """
@@ -282,10 +272,11 @@ def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningS
     return RunningService(url, s, str(ckpt) if ckpt else None, owns_serve, owns_ray)
 
 
-def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
-    """`pcr-ray serve` as a function: start the service and (block=True) serve until Ctrl-C."""
+def run(cfg: DictConfig | Mapping[str, Any], *, block: bool = True) -> int:
+    """`pcr-ray serve` as a function: check the composed `serve` config (configs.check), start the service and
+    (block=True) serve until Ctrl-C."""
     try:
-        svc = start(cfg)
+        svc = start(ServeSettings.from_config(cfg))
     except (FileNotFoundError, OSError, ValueError) as exc:
         print(f"pcr-ray serve: {exc}", file=sys.stderr)
         return 2
@@ -303,7 +294,7 @@ def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
         while True:
             time.sleep(1.0)
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
+        log.info("stopping ...")
     finally:
         signal.signal(signal.SIGTERM, previous)
         svc.stop()
@@ -313,7 +304,6 @@ def run(cfg: Mapping[str, Any] | None = None, *, block: bool = True) -> int:
 def main(argv: list[str]) -> int:
     """`pcr-ray serve [key=value ...]` (Hydra app over conf/serve.yaml)."""
     import hydra
-    from omegaconf import DictConfig, OmegaConf
 
     from pcr_ray.paths import conf_dir
 
@@ -321,7 +311,7 @@ def main(argv: list[str]) -> int:
 
     @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
-        result["rc"] = run(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+        result["rc"] = run(cfg)
 
     saved = sys.argv
     sys.argv = ["pcr-ray-serve", *argv]
