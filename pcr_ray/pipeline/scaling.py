@@ -105,7 +105,11 @@ def scaling_curves(rows: Sequence[Mapping[str, Any]], scfg: Mapping[str, Any], m
     for r in rows:
         by_label.setdefault(str(r["method"]), []).append(r)
     out: dict[str, Any] = {"budgets": budgets, "width": int(scfg["width"]), "grading": mode, "methods": {}}
-    sampled_rows = by_label.get(f"samples_N{budgets[-1]}", [])
+    sampled_runs = sorted(int(k[len("samples_N"):]) for k in by_label
+                          if k.startswith("samples_N") and k[len("samples_N"):].isdigit()
+                          and int(k[len("samples_N"):]) >= budgets[-1])
+    n_run = sampled_runs[0] if sampled_runs else budgets[-1]  # the best_of_n run whose samples are subsampled
+    sampled_rows = by_label.get(f"samples_N{n_run}", [])
     graded = [(r, sorted(_samples(r), key=lambda s: int(s.get("i", 0)))) for r in sampled_rows]
     graded = [(r, ss, [_grade(r, s, mode) for s in ss]) for r, ss in graded]
     for m in (x for x in methods if x in SAMPLED):
@@ -121,7 +125,7 @@ def scaling_curves(rows: Sequence[Mapping[str, Any]], scfg: Mapping[str, Any], m
                 cost["prm_calls"] += sum(int(ss[i].get("prm_calls") or 0) for i in first)
                 cost["prm_tokens"] += sum(int(ss[i].get("prm_tokens") or 0) for i in first)
                 for k in ("prompt_tokens", "output_tokens"):
-                    cost[k] += float(r.get(k) or 0) * n / budgets[-1]
+                    cost[k] += float(r.get(k) or 0) * n / n_run
             curve.append(_point(n, rights, passes, cost))
         out["methods"][m] = curve
     for m in (x for x in methods if x in ("beam", "dvts")):
@@ -145,7 +149,7 @@ def scaling_table(curves: Mapping[str, Any]) -> str:
             gen = (p.get("prompt_tokens") or 0) + (p.get("output_tokens") or 0)
             acc = "-" if p["acc"] is None else f"{100 * p['acc']:.1f}"
             pas = "-" if p["pass"] is None else f"{100 * p['pass']:.1f}"
-            lines.append(f"| {m} | {p['n']} | {acc} | {pas} | {p.get('prm_calls') or 0:.0f} | "
+            lines.append(f"| {m} | {p['n']} | {acc} | {pas} | {p.get('prm_calls') or 0:.1f} | "
                          f"{p.get('prm_tokens') or 0:.0f} | {gen:.0f} |")
     return "\n".join(lines)
 
