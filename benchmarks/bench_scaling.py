@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--commit", action="store_true", help="also write benchmarks/results/bench_scaling.json")
     ap.add_argument("--from-run", type=Path, default=None, help="summarize this run directory's shards instead")
+    ap.add_argument("--run-revision", default="", help="with --from-run: the git revision the run was made at")
     args = ap.parse_args()
     if args.from_run is not None:
         return from_run(args)
@@ -71,6 +72,7 @@ def from_run(args: argparse.Namespace) -> int:
 
     from pcr_ray.pipeline.results import merge, read_results
     from pcr_ray.pipeline.scaling import SAMPLED, scaling_curves, scaling_table
+    from pcr_ray.pipeline.stats import paired_comparisons, paired_table
 
     run = args.from_run.resolve()
     rows = read_results(merge(run)).to_pylist()
@@ -93,11 +95,16 @@ def from_run(args: argparse.Namespace) -> int:
             curves.update({k: v for k, v in part.items() if k not in ("methods", "budgets")})
     curves["budgets"] = sorted({p["n"] for pts in curves["methods"].values() for p in pts})
     print(scaling_table(curves))
+    order = sorted(complete, key=lambda k: (k.split("_N")[0], int(k.split("_N")[1])))
+    paired = {k: v for k, v in paired_comparisons([r for r in rows if r["method"] in complete], order).items()
+              if v["a"].split("_N")[0] == v["b"].split("_N")[0] or v["a"].split("_N")[1] == v["b"].split("_N")[1]}
+    print(paired_table(paired))
     wall = max(r["written_at"] for r in rows) - min(r["written_at"] for r in rows)
     result = {"run_dir_config": OmegaConf.to_container(cfg, resolve=True)["scaling"], "problems": len(problems),
               "dataset_sources": OmegaConf.to_container(cfg.dataset.sources, resolve=True),
               "generator_cap": int(cfg.generator.cap), "search": OmegaConf.to_container(cfg.search, resolve=True),
               "first_to_last_shard_s": round(wall, 1), "scaling": curves, "left_out": left_out,
+              "paired": paired, "run_revision": args.run_revision or None,
               "machine": machine_info()}
     write_result("bench_scaling", result, commit=True if args.commit else None)
     return 0
