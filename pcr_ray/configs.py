@@ -159,6 +159,13 @@ class GradingConfig:
 
 
 @dataclass
+class ScalingSweepConfig:
+    budgets: list[int]
+    width: int
+    methods: list[str]
+
+
+@dataclass
 class EvaluateConfig:
     dataset: DatasetConfig
     generator: dict[str, Any]
@@ -178,6 +185,7 @@ class EvaluateConfig:
     pipeline: PipelineConfig
     actors: ActorsConfig
     grading: GradingConfig
+    scaling: ScalingSweepConfig
 
 
 # ---------------------------------------------------------------------------------------------- solve

@@ -160,6 +160,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     from pcr_ray.pipeline.plan import check_cluster
     from pcr_ray.pipeline.report import write_report
     from pcr_ray.pipeline.results import merge, read_results
+    from pcr_ray.pipeline.scaling import plot_scaling, scaling_curves, scaling_specs
 
     cfg = check("evaluate", cfg)
     check_grading_mode(str(cfg.grading.mode))
@@ -168,8 +169,12 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     (out / "config.yaml").write_text(config_yaml)
     pcfg = _plain(cfg.pipeline)
-    specs = parse_methods(_plain(cfg.methods), _plain(cfg.get("method_generators")) or {},
-                          _plain(cfg.get("method_overrides")) or {}, _plain(cfg.get("method_prms")) or {})
+    scaling = _plain(cfg.scaling)
+    specs = parse_methods(list(_plain(cfg.methods)) + scaling_specs(scaling),
+                          _plain(cfg.get("method_generators")) or {}, _plain(cfg.get("method_overrides")) or {},
+                          _plain(cfg.get("method_prms")) or {})
+    if not specs:
+        raise ValueError("no methods to run: set `methods` (or scaling.budgets, experiment=scaling)")
     search_source_overrides = _plain(cfg.get("search_source_overrides")) or {}
     check_search_configs(specs, _plain(cfg.search), search_source_overrides)
     check_sandbox(specs, _plain(cfg.baselines) or {})
@@ -229,9 +234,14 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         "prm_cache": act.prm_cache_stats(actor_info),
     }
     metrics = compute_metrics(rows, [s.label for s in specs], extra)
+    plots: list[tuple[str, str]] = []
+    if scaling["budgets"]:
+        metrics["scaling"] = scaling_curves(rows, scaling, str(cfg.grading.mode))
+        (out / "scaling.json").write_text(json.dumps(metrics["scaling"], indent=2))
+        plots = plot_scaling(metrics["scaling"])
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     write_report(out, metrics, rows, title=f"pcr_ray evaluation: {extra['dataset']}", config_yaml=config_yaml,
-                 max_problems=int(pcfg["report_max_problems"]))
+                 max_problems=int(pcfg["report_max_problems"]), extra_plots=plots)
     return out
 
 
@@ -272,6 +282,11 @@ def _print_summary(out: Path) -> None:
     print(markdown_table(m))
     print()
     print(error_table(m))
+    if m.get("scaling"):
+        from pcr_ray.pipeline.scaling import scaling_table
+
+        print("\nCompute scaling (accuracy, pass@N and cost per problem against the budget N):")
+        print(scaling_table(m["scaling"]))
     if m.get("paired"):
         print("\nPaired comparisons (the same problems; exact McNemar test, bootstrap interval of the difference):")
         print(paired_table(m["paired"]))

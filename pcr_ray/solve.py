@@ -16,9 +16,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.search import SearchConfig, SearchProblem, SearchResult, target_unit_of
+from pcr_ray.search import METHODS, SearchConfig, SearchProblem, SearchResult, target_unit_of
 
-SEARCH_METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
+SEARCH_METHODS = METHODS  # nsprm, prm_only, verifier_only, greedy, best_of_n, dvts
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:

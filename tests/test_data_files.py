@@ -86,7 +86,9 @@ def test_a_small_file_runs_through_every_search_method(ray_session, tmp_path):
 
     f = _jsonl(tmp_path / "mine.jsonl", ROWS[:3])
     ckpt = tiny_checkpoint(tmp_path / "prm")
-    methods = ["nsprm", "prm_only", "verifier_only", "greedy", "best_of_n"]
+    from pcr_ray.search import METHODS
+
+    methods = list(METHODS)  # nsprm, prm_only, verifier_only, greedy, best_of_n, dvts
     cfg = compose_config(["experiment=smoke", f"methods=[{','.join(methods)}]", f"prm.checkpoint={ckpt}",
                           "dataset.name=mine", "dataset.limit=null",
                           f"dataset.sources=[{{name: file, path: {f}, fields: {{question: q, answer: a, unit: u, "

@@ -92,8 +92,12 @@ def test_llamacpp_outputs_are_schema_valid_json() -> None:
     reqs = [ProposalRequest("car", CAR, CAR_GIVENS, k=2, target_unit="m"),
             ProposalRequest("kettle", "A 2000 W kettle runs for 3 minutes. How much energy does it use in J?",
                             (Given("P", 2000, "W"), Given("t", 3, "minute")), k=1, target_unit="J", seed=1)]
-    outs = gen.propose(reqs)
+    outs, usage = gen.propose_counted(reqs)
     assert [len(o) for o in outs] == [2, 1]
+    # llama.cpp's usage per completion: the k=2 request's two completions each count its (same) prompt
+    assert usage[0][0] > 0 and usage[0][0] % 2 == 0 and usage[1][0] > 0
+    assert 0 < usage[0][1] <= 2 * 96 and 0 < usage[1][1] <= 96
+    assert gen.stats.extra["prompt_tokens"] == usage[0][0] + usage[1][0]
     general = jsonschema.Draft202012Validator(step_json_schema())
     for req, cands in zip(reqs, outs, strict=True):
         narrow = jsonschema.Draft202012Validator(build_call(req, max_ops=6).schema)

@@ -73,11 +73,13 @@ def test_scores_are_the_models_own_at_the_candidates_separator(which, qwen_prm, 
     scores = prm.score(pairs)
     assert all(0.0 < s < 1.0 for s in scores) and len(set(scores)) == 3
     sep = "<extra_0>" if which == "qwen_prm" else "ки"
-    for (ctx, step), got in zip(pairs, scores, strict=True):
+    tokens = prm.token_counts(pairs)  # what the model takes in for each pair (search.usage's PRM tokens)
+    for (ctx, step), got, n_tokens in zip(pairs, scores, tokens, strict=True):
         text = prm.text(ctx, step)
         assert text.count(sep) == len(split_context(ctx)[1]) + 1  # one separator per step, the candidate's last
         ids = prm.tokenizer(text, return_tensors="pt")["input_ids"]
         pos = prm.separator_positions(ids)[0]
+        assert n_tokens == ids.shape[1]
         assert int(ids[0, pos]) == prm.sep_id and int((ids[0] == prm.sep_id).sum()) == text.count(sep)
         with torch.inference_mode():  # the model itself, on this one text, at that position
             out = prm.model(input_ids=ids).logits[0, pos].float()

@@ -9,6 +9,7 @@ from typing import Any
 from pcr_ray.core.answers import extract_answer
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search import SearchProblem, SearchResult
+from pcr_ray.search.usage import propose_counted
 
 
 def run_direct(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
@@ -21,13 +22,14 @@ def run_direct(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
             for p in problems]
     results = [SearchResult.for_problem(p, "direct") for p in problems]
     try:
-        outs = generator.propose(reqs)
+        outs, usage = propose_counted(generator, reqs)
     except Exception as exc:
         for r in results:
             r.error, r.stop_reason = f"generator failed: {type(exc).__name__}: {exc}"[:500], "error"
         return results
     wall = time.perf_counter() - t0
-    for res, cands in zip(results, outs, strict=True):
+    for res, cands, (n_in, n_out) in zip(results, outs, usage, strict=True):
+        res.prompt_tokens, res.output_tokens = n_in, n_out
         text = cands[0] if cands else ""
         res.n_proposed = len(cands)
         res.iterations = 1

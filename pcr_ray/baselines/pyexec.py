@@ -19,6 +19,7 @@ from pcr_ray.core.answers import last_quantity
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.schema import extract_code
 from pcr_ray.search import SearchProblem, SearchResult
+from pcr_ray.search.usage import propose_counted
 
 
 def limits_from(cfg: Mapping[str, Any]) -> SandboxLimits:
@@ -54,7 +55,7 @@ def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
                 for i in todo]
         tg = time.perf_counter()
         try:
-            outs = generator.propose(reqs)
+            outs, usage = propose_counted(generator, reqs)
         except Exception as exc:
             for i in todo:
                 results[i].error = f"generator failed: {type(exc).__name__}: {exc}"[:500]
@@ -62,9 +63,11 @@ def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[s
             break
         share = (time.perf_counter() - tg) / max(1, len(todo))
         left = []
-        for i, cands in zip(todo, outs, strict=True):
+        for i, cands, (n_in, n_out) in zip(todo, outs, usage, strict=True):
             res = results[i]
             res.gen_s += share
+            res.prompt_tokens += n_in
+            res.output_tokens += n_out
             res.iterations += 1
             res.retries += attempt > 0
             code = extract_code(cands[0]) if cands else ""

@@ -84,8 +84,14 @@ class LlamaCppGenerator:
 
     def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
         """k seeded samples per request; outputs of JSON modes are grammar-constrained."""
+        return self.propose_counted(requests)[0]
+
+    def propose_counted(self, requests: Sequence[ProposalRequest]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """propose() and each request's (prompt, output) tokens as llama.cpp reports them (`usage`), summed over its
+        k samples (each sample is its own completion, so the prompt counts k times)."""
         t0 = time.perf_counter()
         out: list[list[str]] = []
+        usage: list[tuple[int, int]] = []
         truncated = 0
         for req in requests:
             call = build_call(req, base_seed=self.seed, schema_level=self.schema_level,
@@ -93,16 +99,22 @@ class LlamaCppGenerator:
             grammar = self.grammar(call.schema) if call.schema is not None else None
             max_tokens = self.max_tokens if req.mode == "step" else self.max_tokens_free
             texts = []
+            n_in = n_out = 0
             for seed in call.seeds:
                 r = self.llm.create_chat_completion(call.messages, grammar=grammar, temperature=self.temperature,
                                                     top_p=self.top_p, seed=seed, max_tokens=max_tokens)
                 choice = r["choices"][0]
                 truncated += choice.get("finish_reason") == "length"
                 texts.append(clean_output(choice["message"]["content"] or "", req.mode))
+                n_in += int((r.get("usage") or {}).get("prompt_tokens") or 0)
+                n_out += int((r.get("usage") or {}).get("completion_tokens") or 0)
             out.append(texts)
+            usage.append((n_in, n_out))
         self.stats.calls += 1
         self.stats.requests += len(requests)
         self.stats.candidates += sum(len(t) for t in out)
         self.stats.seconds += time.perf_counter() - t0
         self.stats.extra["truncated"] = self.stats.extra.get("truncated", 0) + truncated
-        return out
+        self.stats.extra["prompt_tokens"] = self.stats.extra.get("prompt_tokens", 0) + sum(a for a, _ in usage)
+        self.stats.extra["output_tokens"] = self.stats.extra.get("output_tokens", 0) + sum(b for _, b in usage)
+        return out, usage

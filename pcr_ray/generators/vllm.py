@@ -131,7 +131,8 @@ class VLLMGenerator:
         self.prompt_setting = prompt
         self.prompt = prompt if prompt != "auto" else "full"  # 'auto' resolves when the model folder is known
         self.stats = GeneratorStats()
-        self.stats.extra.update({"tokens": 0, "truncated": 0, "engine_starts": 0, "engine_restarts": 0})
+        self.stats.extra.update({"tokens": 0, "prompt_tokens": 0, "truncated": 0, "engine_starts": 0,
+                                 "engine_restarts": 0})
         self._llm: Any = None            # the AsyncLLM, on self._loop
         self._tokenizer: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -259,7 +260,8 @@ class VLLMGenerator:
             raise RuntimeError(f"vLLM returned nothing for request {request_id}")
         return final
 
-    async def _propose_on_loop(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+    async def _propose_on_loop(self, requests: Sequence[ProposalRequest]
+                               ) -> tuple[list[list[str]], list[tuple[int, int]]]:
         from vllm.v1.engine.exceptions import EngineDeadError
 
         t0 = time.perf_counter()
@@ -287,22 +289,35 @@ class VLLMGenerator:
         self.stats.requests += len(requests)
         self.stats.candidates += sum(len(t) for t in texts)
         self.stats.seconds += time.perf_counter() - t0
-        self.stats.extra["tokens"] += sum(len(c.token_ids) for r in results for c in r.outputs)
+        # per request: its prompt's tokens once (the k samples share it), and every sample's output tokens
+        usage = [(len(getattr(r, "prompt_token_ids", None) or ()), sum(len(c.token_ids) for c in r.outputs))
+                 for r in results]
+        self.stats.extra["tokens"] += sum(b for _, b in usage)
+        self.stats.extra["prompt_tokens"] += sum(a for a, _ in usage)
         self.stats.extra["truncated"] += sum(c.finish_reason == "length" for r in results for c in r.outputs)
-        return texts
+        return texts, usage
 
-    async def propose_async(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
-        """propose() for an event loop (a Ray async actor): awaits the engine loop, never blocks the caller's."""
+    async def propose_counted_async(self, requests: Sequence[ProposalRequest]
+                                    ) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """propose_counted() for an event loop (a Ray async actor): never blocks the caller's loop."""
         if not requests:
-            return []
+            return [], []
         fut = asyncio.run_coroutine_threadsafe(self._propose_on_loop(list(requests)), self._ensure_loop())
         return await asyncio.wrap_future(fut)
 
+    async def propose_async(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
+        """propose() for an event loop (a Ray async actor): awaits the engine loop, never blocks the caller's."""
+        return (await self.propose_counted_async(requests))[0]
+
+    def propose_counted(self, requests: Sequence[ProposalRequest]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """propose() and each request's (prompt, output) tokens as the engine reports them."""
+        if not requests:
+            return [], []
+        return self._run(self._propose_on_loop(list(requests)))
+
     def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
         """k candidates per request; safe to call from many threads at once (one engine batches them all)."""
-        if not requests:
-            return []
-        return self._run(self._propose_on_loop(list(requests)))
+        return self.propose_counted(requests)[0]
 
 
 def _safe_cmdline(p: Any) -> list[str]:

@@ -77,9 +77,15 @@ class GeneratorActor:
         return self._tickets - 1
 
     def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        return self.propose_counted(requests)[0]
+
+    def propose_counted(self, requests: Sequence[Any]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """Candidates and (prompt, output) tokens per request (pcr_ray.search.usage)."""
+        from pcr_ray.search.usage import propose_counted
+
         maybe_inject_fault("generator_actor", self._faults)
         t0 = time.perf_counter()
-        out = self.gen.propose(list(requests))
+        out = propose_counted(self.gen, list(requests))
         self.calls += 1
         self.requests += len(requests)
         self.seconds += time.perf_counter() - t0
@@ -120,11 +126,15 @@ class VLLMEngineActor:
         return self._tickets - 1
 
     async def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        return (await self.propose_counted(requests))[0]
+
+    async def propose_counted(self, requests: Sequence[Any]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """Candidates and (prompt, output) tokens per request, as the engine counts them."""
         maybe_inject_fault("generator_actor", self._faults)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            out = await self.gen.propose_async(list(requests))
+            out = await self.gen.propose_counted_async(list(requests))
         finally:
             self.in_flight -= 1
         self.calls += 1
@@ -222,13 +232,19 @@ class PRMActor:
         return self._tickets - 1
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return self.score_counted(pairs)[0]
+
+    def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
+        """Scores and the tokens the PRM encodes per pair (pcr_ray.search.usage)."""
+        from pcr_ray.search.usage import score_counted
+
         maybe_inject_fault("prm_actor", self._faults)
         t0 = time.perf_counter()
-        out = [float(x) for x in self.scorer.score(list(pairs))]
+        scores, tokens = score_counted(self.scorer, list(pairs))
         self.calls += 1
         self.pairs += len(pairs)
         self.seconds += time.perf_counter() - t0
-        return out
+        return [float(x) for x in scores], tokens
 
     def info(self) -> dict[str, Any]:
         cache = getattr(self.scorer, "cache", None)
@@ -266,10 +282,15 @@ class GeneratorProxy:
         self.calls = 0
 
     def propose(self, requests: Sequence[Any]) -> list[list[str]]:
+        return self.propose_counted(requests)[0]
+
+    def propose_counted(self, requests: Sequence[Any]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """Candidates and (prompt, output) tokens per request (pcr_ray.search.usage)."""
         if not requests:
-            return []
+            return [], []
         self.calls += 1
-        return ray.get(self.handle.propose.remote(list(requests)))
+        out, usage = ray.get(self.handle.propose_counted.remote(list(requests)))
+        return out, [tuple(u) for u in usage]
 
 
 class ScorerProxy:
@@ -283,10 +304,15 @@ class ScorerProxy:
         self.calls = 0
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return self.score_counted(pairs)[0]
+
+    def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
+        """Scores and the tokens the PRM encodes per pair (pcr_ray.search.usage)."""
         if not pairs:
-            return []
+            return [], []
         self.calls += 1
-        return ray.get(self.handle.score.remote(list(pairs)))
+        scores, tokens = ray.get(self.handle.score_counted.remote(list(pairs)))
+        return list(scores), list(tokens)
 
 
 @dataclass(frozen=True)

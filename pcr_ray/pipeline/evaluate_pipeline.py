@@ -388,6 +388,8 @@ def search_record(row: Mapping[str, Any], res: Any) -> dict[str, Any]:
         "n_steps": len(steps), "candidates": rec.get("n_proposed", 0),
         "verifier_rejections": max(0, int(rec.get("n_parsed", 0) or 0) - int(rec.get("n_verified", 0) or 0)),
         "prm_calls": rec.get("n_prm_calls", 0), "generator_calls": rec.get("iterations", 0),
+        "prompt_tokens": rec.get("prompt_tokens", 0), "output_tokens": rec.get("output_tokens", 0),
+        "prm_tokens": rec.get("prm_tokens", 0),
         "time_s": _attributed_seconds(rec),
         "wall_s": rec.get("wall_s"),
     }
@@ -398,6 +400,9 @@ def search_record(row: Mapping[str, Any], res: Any) -> dict[str, Any]:
               "prm_s", "score", "final_diagnostics", "reject_codes", "answer_name"):
         if k in rec:
             out[k] = rec[k]
+    samples = _loads(rec.get("samples"), [])
+    if samples:  # the answered traces selection chose among (extra_json; the scaling experiment reads them)
+        out["samples"] = samples
     return out
 
 

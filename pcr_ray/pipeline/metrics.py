@@ -247,7 +247,8 @@ def method_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         sr = [r for r in rows if str(r.get("source")) == src]
         by_src[src] = {"n": len(sr), "acc": _rate(sum(bool(r.get("correct")) for r in sr), len(sr))}
     out["by_source"] = by_src
-    for key in ("candidates", "prm_calls", "generator_calls", "verifier_rejections", "n_steps", "time_s"):
+    for key in ("candidates", "prm_calls", "generator_calls", "verifier_rejections", "n_steps", "time_s",
+                "prompt_tokens", "output_tokens", "prm_tokens"):
         vals = [r.get(key) for r in rows]
         out[f"mean_{key}"] = _mean(vals)
         out[f"total_{key}"] = sum(v for v in vals if v is not None and not (isinstance(v, float) and math.isnan(v)))

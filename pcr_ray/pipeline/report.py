@@ -122,6 +122,22 @@ def plot_sweep(points: Sequence[Mapping[str, Any]], x_key: str, title: str = "")
     return _png(fig)
 
 
+def plot_lines(series: Mapping[str, Sequence[tuple[float, float]]], *, xlabel: str, ylabel: str, title: str,
+               log2_x: bool = False) -> str:
+    """One line per named series of (x, y) points; base64 PNG."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for label, pts in series.items():
+        ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=label)
+    if log2_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
 def plot_sweep_bars(points: Sequence[Mapping[str, Any]], key: str, title: str = "") -> str:
     """Accuracy per value of a categorical swept parameter (grouped bars, one per method); base64 PNG."""
     plt = _plt()

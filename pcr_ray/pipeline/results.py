@@ -59,6 +59,9 @@ RESULT_SCHEMA = pa.schema([
     ("verifier_rejections", pa.int64()),
     ("prm_calls", pa.int64()),
     ("generator_calls", pa.int64()),
+    ("prompt_tokens", pa.int64()),       # generator prompt tokens (0: the enumerator has none)
+    ("output_tokens", pa.int64()),       # generator output tokens
+    ("prm_tokens", pa.int64()),          # tokens the PRM encoded for this problem's (context, step) pairs
     ("time_s", pa.float64()),            # compute seconds attributed to the problem (its share of batched calls)
     ("attempts", pa.int64()),
     ("worker", pa.string()),

@@ -178,6 +178,16 @@ class CausalLMPRM:
         got = dict(zip(todo, fresh, strict=True))
         return [got[i] if v is None else float(v) for i, v in enumerate(found)]
 
+    def token_counts(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """The tokens of each pair's model input (question, steps and separators), cut at max_length."""
+        self.tokenizer.truncation_side = "left"
+        enc = self.tokenizer([self.text(*p) for p in pairs], truncation=True, max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
+        """score(pairs) and token_counts(pairs) (pcr_ray.search.usage)."""
+        return self.score(pairs), self.token_counts(list(pairs))
+
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(the step is right) in [0, 1] for each (context, step)."""
         return [1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))

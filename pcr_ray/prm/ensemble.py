@@ -35,3 +35,9 @@ class PRMEnsemble:
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(mean logit) in [0, 1] per pair."""
         return [sigmoid(v) for v in self.logits(pairs)]
+
+    def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
+        """score(pairs) and, per pair, the tokens every member encodes for it, summed."""
+        pairs = list(pairs)
+        counts = [m.token_counts(pairs) if hasattr(m, "token_counts") else [0] * len(pairs) for m in self.members]
+        return self.score(pairs), [sum(c) for c in zip(*counts, strict=True)] if pairs else []

@@ -24,7 +24,7 @@ from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
 from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.score_cache import ScoreCache
-from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, packed_logits
+from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, make_packs, packed_logits
 
 SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM whose int8 takes one activation scale per forward "
                "pass: a candidate's score would move with the other candidates; load it with "
@@ -221,6 +221,30 @@ class PRMScorer:
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """r = sigmoid(logit) in [0, 1] for each (context, step), in input order."""
         return [sigmoid(v) for v in self.logits(pairs)]
+
+    def token_counts(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """The tokens the encoder takes in for each pair when these pairs are scored together, cut as scoring cuts
+        them: a pair model's (context, step) sequence; for a shared-context model each candidate's tokens, and its
+        context's tokens on the first pair of each context (encoded once for all its candidates). The score cache
+        is not credited: this is what the pairs cost, whichever caller asked first."""
+        pairs = [(str(c), str(s)) for c, s in pairs]
+        if not pairs:
+            return []
+        if not self.shared:
+            enc = encode_pairs(self.tokenizer, [c for c, _ in pairs], [s for _, s in pairs], self.max_length, pad=False)
+            return [len(ids) for ids in enc["input_ids"]]
+        out = [0] * len(pairs)
+        for pack in make_packs(self.tokenizer, pairs, max_length=self.max_length,
+                               candidate_length=self.model.candidate_length,
+                               pack_size=len(pairs) if self.context_cache else self.pack_size):
+            for slot, ids in zip(pack.slots, pack.candidate_ids, strict=True):
+                out[slot] = len(ids)
+            out[pack.slots[0]] += len(pack.context_ids)
+        return out
+
+    def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
+        """score(pairs) and token_counts(pairs) (pcr_ray.search.usage)."""
+        return self.score(pairs), self.token_counts(pairs)
 
 
 def _row_quantized(model: torch.nn.Module) -> bool:

@@ -1,4 +1,4 @@
-"""Verifier-first search: shared types (`types`), one strategy per file (`beam`, `best_of_n`), `run_search`.
+"""Verifier-first search: shared types (`types`), one strategy per file (`beam`, `best_of_n`, `dvts`), `run_search`.
 
 `from pcr_ray.search import SearchConfig, SearchProblem, run_search` is the public surface.
 """

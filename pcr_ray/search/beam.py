@@ -26,8 +26,9 @@ from pcr_ray.generators.base import ProposalRequest, uses_feedback
 from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
-from pcr_ray.search.selection import Answered, answer_quantity, select_answered
+from pcr_ray.search.selection import Answered, answer_quantity, quantity_key, select_answered
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
+from pcr_ray.search.usage import propose_counted
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class Beam:
 
 
 @dataclass
-class _Run:
-    """Per-problem search state."""
+class SearchRun:
+    """Per-problem search state (one DVTS subtree is one run; `seed_offset` varies its sampling)."""
 
     idx: int
     problem: SearchProblem
@@ -73,6 +74,7 @@ class _Run:
     gen_s: float = 0.0
     verify_s: float = 0.0
     prm_s: float = 0.0
+    seed_offset: int = 0
 
 
 @dataclass
@@ -88,13 +90,13 @@ class _Child:
 _SEQ = itertools.count()
 
 
-def _request(run: _Run, beam: Beam, cfg: SearchConfig, it: int, b: int, retry: int) -> ProposalRequest:
+def _request(run: SearchRun, beam: Beam, cfg: SearchConfig, it: int, b: int, retry: int) -> ProposalRequest:
     p = run.problem
     return ProposalRequest(p.id, p.text, p.givens, beam.steps, k=cfg.k, feedback=beam.feedback, mode="step",
-                           target_unit=p.target_unit, seed=cfg.seed + 1000 * it + 10 * b + retry)
+                           target_unit=p.target_unit, seed=cfg.seed + run.seed_offset + 1000 * it + 10 * b + retry)
 
 
-def _expand(run: _Run, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, it: int,
+def _expand(run: SearchRun, beam: Beam, b: int, cands: list[str], cfg: SearchConfig, it: int,
             ) -> tuple[list[_Child], list[str]]:
     """Parse and check a beam's candidates. Returns the children (with the pair to score) and diagnostics."""
     strict = cfg.uses_verifier
@@ -161,7 +163,7 @@ def _shown(steps: tuple[Step, ...], cfg: SearchConfig) -> tuple[Step, ...]:
     return steps if cfg.render_values else tuple(Step(s.op, s.args, s.out, None) for s in steps)
 
 
-def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, verdict: str) -> int | None:
+def _log(run: SearchRun, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, verdict: str) -> int | None:
     """Record a candidate and its verdict (cfg.log_candidates); returns its index, for the score added later."""
     if not cfg.log_candidates:
         return None
@@ -169,7 +171,7 @@ def _log(run: _Run, cfg: SearchConfig, it: int, b: int, raw: str, kind: str, ver
     return len(run.log) - 1
 
 
-def _queue_pairs(live: list[_Run], children: dict[tuple[int, int], list[_Child]], batch: ScoreBatch) -> None:
+def _queue_pairs(live: list[SearchRun], children: dict[tuple[int, int], list[_Child]], batch: ScoreBatch) -> None:
     """Queue every child's (context, step-or-answer) pair for one batched scorer call."""
     for r in live:
         if r.done:
@@ -196,7 +198,7 @@ def trace_score(beam: Beam, how: str) -> float:
     return aggregate(scores, how)
 
 
-def _select(run: _Run, children: list[_Child], cfg: SearchConfig) -> None:
+def _select(run: SearchRun, children: list[_Child], cfg: SearchConfig) -> None:
     """The top-B children by aggregate (threshold, dedupe): answers among them complete, steps become beams."""
     ranked: list[tuple[float, float, int, _Child]] = []
     for ch in children:
@@ -237,7 +239,7 @@ def _select(run: _Run, children: list[_Child], cfg: SearchConfig) -> None:
     run.beams = kept
 
 
-def _round_stats(run: _Run, tag: str, before: tuple[int, int, int], ok: bool) -> None:
+def _round_stats(run: SearchRun, tag: str, before: tuple[int, int, int], ok: bool) -> None:
     """Candidates proposed / parsed / verified on first asks vs retries, and beams with a valid candidate."""
     c = run.counts
     c[f"{tag}_proposed"] += c["proposed"] - before[0]
@@ -247,7 +249,7 @@ def _round_stats(run: _Run, tag: str, before: tuple[int, int, int], ok: bool) ->
     c[f"{tag}_asks_ok"] += ok
 
 
-def _finish(run: _Run, reason: str, now: float) -> None:
+def _finish(run: SearchRun, reason: str, now: float) -> None:
     if not run.completed and run.spare_answers and reason in ("max_steps", "dead_end"):
         run.completed.append(max(run.spare_answers, key=lambda t: (t[0], -t[1])))  # the best answer seen
         run.counts["fallback_answer"] += 1
@@ -257,7 +259,7 @@ def _finish(run: _Run, reason: str, now: float) -> None:
     run.t_done = now
 
 
-def _better_beam_lives(run: _Run, cfg: SearchConfig) -> bool:
+def _better_beam_lives(run: SearchRun, cfg: SearchConfig) -> bool:
     """With stop='best': a live beam scores above every answered trace, so the search goes on."""
     if cfg.stop == "first" or not cfg.uses_prm or not run.beams:
         return False
@@ -265,7 +267,7 @@ def _better_beam_lives(run: _Run, cfg: SearchConfig) -> bool:
     return max(trace_score(b, cfg.aggregate) for b in run.beams) > best_done
 
 
-def _after_step(run: _Run, cfg: SearchConfig, now: float) -> None:
+def _after_step(run: SearchRun, cfg: SearchConfig, now: float) -> None:
     """Stop (answered / dead end / max steps) or backtrack to the best pruned alternatives."""
     if len(run.completed) >= cfg.n_complete and not _better_beam_lives(run, cfg):
         _finish(run, "answered", now)
@@ -287,24 +289,43 @@ def _after_step(run: _Run, cfg: SearchConfig, now: float) -> None:
         _finish(run, "max_steps" if run.depth_limited else "dead_end", now)
 
 
-def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any | None,
-                    cfg: SearchConfig) -> list[SearchResult]:
-    """The lock-step beam search; see the module docstring."""
-    t0 = time.perf_counter()
-    runs: list[_Run] = []
+def start_runs(problems: list[SearchProblem], cfg: SearchConfig) -> list[SearchRun]:
+    """One run per problem with an empty beam (problems with bad or no givens are finished at once)."""
+    runs: list[SearchRun] = []
     for i, p in enumerate(problems):
         state, diags = VerifierState.from_givens(p.givens, cfg.verifier_config)
-        run = _Run(i, p, [Beam((), state)])
+        run = SearchRun(i, p, [Beam((), state)])
         if diags:
             _finish(run, "bad_givens", time.perf_counter())
             run.error = "; ".join(d.feedback() for d in diags)
         elif not p.givens:
             _finish(run, "no_givens", time.perf_counter())
         runs.append(run)
+    return runs
+
+
+def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any | None,
+                    cfg: SearchConfig) -> list[SearchResult]:
+    """The lock-step beam search; see the module docstring."""
+    t0 = time.perf_counter()
+    runs = start_runs(problems, cfg)
+    search_runs(runs, generator, scorer, cfg)
+    now = time.perf_counter()
+    for r in runs:
+        if not r.done:
+            _finish(r, "max_steps", now)
+    return [run_result(r, cfg, t0) for r in runs]
+
+
+def search_runs(runs: list[SearchRun], generator: Any, scorer: Any | None, cfg: SearchConfig, *,
+                first_iter: int = 0, iterations: int | None = None) -> None:
+    """Search step after search step over `runs` (run.idx is its index in `runs`) until every run is done or
+    `iterations` steps (default: enough for max_steps with every backtrack) have passed; `first_iter` numbers the
+    first one (it varies the seeds of LLM requests)."""
     caches: dict[int, dict[tuple[str, str], float]] = {}
     retry_ok = uses_feedback(generator) and cfg.uses_verifier
-    max_iters = cfg.max_steps * (1 + cfg.max_backtracks) + 1
-    for it in range(max_iters):
+    max_iters = cfg.max_steps * (1 + cfg.max_backtracks) + 1 if iterations is None else iterations
+    for it in range(first_iter, first_iter + max_iters):
         live = [r for r in runs if not r.done]
         if not live:
             break
@@ -319,7 +340,7 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
             reqs = [_request(r, beam, cfg, it, b, retry) for r, b, beam in pending]
             tg = time.perf_counter()
             try:
-                outs = generator.propose(reqs)
+                outs, usage = propose_counted(generator, reqs)
                 if len(outs) != len(reqs):
                     raise RuntimeError(f"generator returned {len(outs)} lists for {len(reqs)} requests")
             except Exception as exc:  # the batch fails; results so far stay
@@ -333,10 +354,12 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
             dt = time.perf_counter() - tg
             share = dt / max(1, len(reqs))
             again = []
-            for (r, b, beam), cands in zip(pending, outs, strict=True):
+            for (r, b, beam), cands, (n_in, n_out) in zip(pending, outs, usage, strict=True):
                 if r.done:
                     continue
                 r.gen_s += share
+                r.counts["prompt_tokens"] += n_in
+                r.counts["output_tokens"] += n_out
                 if retry:
                     r.counts["retries"] += 1
                 tv = time.perf_counter()
@@ -373,6 +396,7 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                 run.counts["scored"] += a["scored"]
                 run.counts["prm_calls"] += a["prm_calls"]
                 run.counts["cache_hits"] += a["cache_hits"]
+                run.counts["prm_tokens"] += a["prm_tokens"]
                 run.prm_s += batch.seconds * a["scored"] / n_pairs
         now = time.perf_counter()
         for r in live:
@@ -394,11 +418,11 @@ def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any |
                     kids.append(ch)
             _select(r, kids, cfg)
             _after_step(r, cfg, now)
-    now = time.perf_counter()
-    for r in runs:
-        if not r.done:
-            _finish(r, "max_steps", now)
-    return [_result(r, cfg, t0) for r in runs]
+
+
+def finish_run(run: SearchRun, reason: str) -> None:
+    """End a run now with `reason` (an answered run ends 'answered'; without an answer the best one scored, if any)."""
+    _finish(run, reason, time.perf_counter())
 
 
 def _chosen(completed: list[tuple[float, int, Beam]], cfg: SearchConfig) -> int:
@@ -409,7 +433,8 @@ def _chosen(completed: list[tuple[float, int, Beam]], cfg: SearchConfig) -> int:
     return select_answered(items, cfg.answer_selection)
 
 
-def _result(run: _Run, cfg: SearchConfig, t0: float) -> SearchResult:
+def run_result(run: SearchRun, cfg: SearchConfig, t0: float) -> SearchResult:
+    """The SearchResult of a finished run: its chosen answered trace, counts and seconds."""
     p = run.problem
     c = run.counts
     res = SearchResult(
@@ -421,7 +446,12 @@ def _result(run: _Run, cfg: SearchConfig, t0: float) -> SearchResult:
         reject_codes=dict(run.rejects), candidates=run.log,
         round_stats={k: c[k] for k in sorted(c) if k.startswith(("first_", "retry_"))},
         gold_value=p.gold_value, gold_unit=p.gold_unit, source=p.source, gold_steps=p.gold_steps,
-        givens_source=p.givens_source,
+        givens_source=p.givens_source, prompt_tokens=c["prompt_tokens"], output_tokens=c["output_tokens"],
+        prm_tokens=c["prm_tokens"],
+        samples=[{"score": score if cfg.uses_prm else None, "order": rank,
+                  **({"value": float(b.answer_values[0].value), "unit": b.answer_values[0].unit,
+                      "key": quantity_key(b.answer_values[0].dims, b.answer_values[0].base)}
+                     if b.answer_values else {})} for score, rank, b in run.completed],
     )
     if not run.completed:
         return res

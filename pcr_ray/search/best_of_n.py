@@ -1,7 +1,10 @@
 """Best-of-N: N whole traces sampled per problem, verified, ranked by the PRM's aggregate over their steps.
 
 One propose() call (mode 'full', k = n_samples) for the batch and one score() call for every step of every
-verified sample. A sample is a JSON object {"steps": [...], "answer": [...]}; the problem's givens are used
+verified sample. The result's `samples` lists every distinct verified sample in generator order (its index `i`, its
+score and answer, and the PRM calls and tokens it added to those before it), so that the first k of them are what
+best-of-k would have seen (the scaling experiment subsamples them, pcr_ray/pipeline/scaling.py).
+A sample is a JSON object {"steps": [...], "answer": [...]}; the problem's givens are used
 (a sample's own "givens", if any, are ignored), so every sample is judged against the same known quantities.
 """
 
@@ -18,8 +21,9 @@ from pcr_ray.core.verifier import VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search.candidates import check_answer_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
-from pcr_ray.search.selection import Answered, answer_quantity, select_answered
+from pcr_ray.search.selection import Answered, answer_quantity, quantity_key, select_answered
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
+from pcr_ray.search.usage import propose_counted
 
 
 def _parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:
@@ -46,7 +50,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
     results = [SearchResult.for_problem(p, cfg.method) for p in problems]
     tg = time.perf_counter()
     try:
-        outs = generator.propose(reqs)
+        outs, usage = propose_counted(generator, reqs)
     except Exception as exc:
         for r in results:
             r.error, r.stop_reason = f"generator failed: {type(exc).__name__}: {exc}"[:500], "error"
@@ -55,15 +59,16 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
     caches: dict[int, dict[tuple[str, str], float]] = {}
     batch = ScoreBatch(caches)
     vcfg = cfg.verifier_config
-    valid: list[list[tuple[Trace, list[int], Any]]] = []
+    valid: list[list[tuple[Trace, list[int], Any, int]]] = []
     for i, (p, cands) in enumerate(zip(problems, outs, strict=True)):
         res = results[i]
         res.gen_s = round(gen_share, 4)
+        res.prompt_tokens, res.output_tokens = usage[i]
         rejects: Counter = Counter()
         tv = time.perf_counter()
-        kept: list[tuple[Trace, list[int], Any]] = []
+        kept: list[tuple[Trace, list[int], Any, int]] = []
         seen: set[str] = set()
-        for raw in cands:
+        for n, raw in enumerate(cands):
             res.n_proposed += 1
             trace, code = _parse_sample(raw, p)
             if trace is None:
@@ -90,7 +95,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
             res.n_verified += 1
             idx = [batch.add(i, pair_for(p.text, p.givens, filled.steps[:j], st, with_values=cfg.render_values))
                    for j, st in enumerate(filled.steps)] if cfg.uses_prm else []
-            kept.append((filled, idx, ans))
+            kept.append((filled, idx, ans, n))
         res.verify_s = round(time.perf_counter() - tv, 4)
         res.reject_codes = dict(rejects)
         valid.append(kept)
@@ -104,7 +109,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
             return results
         for owner, a in acct.items():
             results[owner].n_scored, results[owner].n_prm_calls = a["scored"], a["prm_calls"]
-            results[owner].n_cache_hits = a["cache_hits"]
+            results[owner].n_cache_hits, results[owner].prm_tokens = a["cache_hits"], a["prm_tokens"]
             results[owner].prm_s = round(batch.seconds * a["scored"] / len(batch.requests), 4)
     from pcr_ray.prm.render import render_step
 
@@ -116,9 +121,17 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
             res.wall_s = round(time.perf_counter() - t0, 4)
             continue
         ranked = []
-        for order, (trace, idx, ans) in enumerate(kept):
+        seen_pairs: set[tuple[str, str]] = set()
+        for order, (trace, idx, ans, n) in enumerate(kept):
             st = [scores[j] for j in idx]
             ranked.append((aggregate(st, cfg.aggregate) if cfg.uses_prm else 0.0, -order, trace, st, ans))
+            new = [j for j in idx if batch.requests[j][1] not in seen_pairs]
+            seen_pairs.update(batch.requests[j][1] for j in idx)
+            av = ans.values[0] if ans.values else None
+            res.samples.append({"i": n, "score": ranked[-1][0] if cfg.uses_prm else None, "order": order,
+                                "prm_calls": len(new), "prm_tokens": sum(batch.tokens[j] for j in new),
+                                **({"value": float(av.value), "unit": av.unit, "key": quantity_key(av.dims, av.base)}
+                                   if av is not None else {})})
         items = [Answered(sc if cfg.uses_prm else 1.0, -neg_order,
                           answer_quantity(a.values[0].dims, a.values[0].base) if a.values else ())
                  for sc, neg_order, _, _, a in ranked]

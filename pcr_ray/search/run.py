@@ -1,4 +1,4 @@
-"""`run_search`: dispatch a batch of problems to the strategy its method names (beam or best-of-N)."""
+"""`run_search`: dispatch a batch of problems to the strategy its method names (beam, best-of-N or DVTS)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from pcr_ray.search.beam import run_beam_search
 from pcr_ray.search.best_of_n import run_best_of_n
+from pcr_ray.search.dvts import run_dvts
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult
 
 
@@ -22,4 +23,6 @@ def run_search(problems: Sequence[SearchProblem], generator: Any, scorer: Any | 
         return []
     if cfg.method == "best_of_n":
         return run_best_of_n(list(problems), generator, scorer, cfg)
+    if cfg.method == "dvts":
+        return run_dvts(list(problems), generator, scorer, cfg)
     return run_beam_search(list(problems), generator, scorer, cfg)

@@ -29,6 +29,11 @@ def answer_quantity(dims: Any, base: float) -> tuple[Any, ...]:
     return (dims, float(f"{base:.6g}"))
 
 
+def quantity_key(dims: Any, base: float) -> str:
+    """answer_quantity as a string (JSON-friendly): two answers with equal keys state the same quantity."""
+    return repr(answer_quantity(dims, base))
+
+
 def select_answered(items: Sequence[Answered], how: str) -> int:
     """The index of the answered trace to return (`best` or `vote`); raises on an empty list or unknown rule."""
     if not items:

@@ -8,6 +8,8 @@ Methods (DESIGN part 5):
 - `verifier_only`: the verifier filter without the PRM: survivors are kept in generator order.
 - `greedy`: nsprm with B = 1.
 - `best_of_n`: N whole traces sampled, verified, ranked by the PRM's aggregate over their steps.
+- `dvts`: diverse verifier tree search: N/B subtrees (N = n_samples, B = beam_width), each a greedy search from
+  one of the N/B best distinct first steps; their answered traces compete as in best_of_n.
 The strategies live beside this module in pcr_ray/search/; this module holds the shared types.
 """
 
@@ -24,7 +26,7 @@ from pcr_ray.core.units import canonical_unit, try_unit_info
 from pcr_ray.core.verifier import VerifierConfig
 from pcr_ray.search.selection import SELECTIONS
 
-METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n")
+METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n", "dvts")
 AGGREGATES = ("last", "min", "mean", "prod")
 STOPS = ("first", "best")
 
@@ -38,7 +40,8 @@ class SearchConfig:
     whose candidates were all rejected (each carries the diagnostics); aggregate: how step scores make a
     trace score; threshold: steps scored below it are pruned; n_complete: answered traces to collect before
     stopping; max_backtracks: times a problem whose beams all died resumes from the best pruned alternatives;
-    n_samples: N for best_of_n; render_values: steps shown to the PRM with their computed value (as in training);
+    n_samples: N for best_of_n and dvts (dvts grows n_samples // beam_width subtrees, at least one);
+    render_values: steps shown to the PRM with their computed value (as in training);
     answer_selection: which answered trace is returned when there are several (n_complete > 1, best_of_n):
     `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search/selection.py);
     stop: when a PRM-ranked search ends once it holds n_complete answered traces: `first` at once, `best` only when
@@ -244,6 +247,12 @@ class SearchResult:
     gold_steps: int | None = None
     givens_source: str = ""
     error: str = ""
+    prompt_tokens: int = 0  # generator prompt tokens (0 for the enumerator, which has none)
+    output_tokens: int = 0  # generator output tokens
+    prm_tokens: int = 0  # tokens the PRM encoded for this problem's pairs (cache hits cost none)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # answered traces selection chose among:
+    #   {score, order, value, unit} (best_of_n: each verified sample in generator order, with its index `i`
+    #   and the new PRM calls and tokens it cost)
 
     @classmethod
     def for_problem(cls, p: SearchProblem, method: str) -> SearchResult:
@@ -259,6 +268,6 @@ class SearchResult:
         """A flat row for parquet: nested parts as JSON strings."""
         row = asdict(self)
         row["answered"] = self.answered
-        for key in ("trace", "final_diagnostics", "steps", "reject_codes", "round_stats", "candidates"):
+        for key in ("trace", "final_diagnostics", "steps", "reject_codes", "round_stats", "candidates", "samples"):
             row[key] = json.dumps(row[key], separators=(",", ":"), default=str)
         return row
