@@ -117,6 +117,7 @@ def _mean_loss(folder: str, examples: list) -> float:
 @pytest.mark.slow
 def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> None:
     from pcr_ray.generators.base import ProposalRequest, build_generator
+    from pcr_ray.generators.llm_common import build_call
     from pcr_ray.generators.model_folder import resolve_model
     from pcr_ray.sft.quick import quick_recipe
     from pcr_ray.sft.train import read_recipe
@@ -141,6 +142,10 @@ def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> Non
     assert len(out) == 1 and len(out[0]) == 2 and all(isinstance(t, str) and t for t in out[0])
     assert gen.propose([req]) == out  # seeded
     assert gen.stats.extra["output_tokens"] > 0 and gen.stats.extra["prompt_tokens"] > 0
+    _, usage = gen.propose_counted([req])
+    assert usage[0][0] == 2 * len(gen.tok(gen.tok.apply_chat_template(
+        build_call(req, constrained=False, prompt="compact").messages, tokenize=False, add_generation_prompt=True),
+        add_special_tokens=False)["input_ids"]) and usage[0][1] > 0
 
 
 def test_generator_folder_without_sft_record_keeps_the_full_prompt(tmp_path: Path) -> None:

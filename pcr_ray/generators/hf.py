@@ -57,10 +57,16 @@ class HFGenerator:
 
     def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
         """k seeded samples per request (unconstrained text; JSON modes re-serialised where they parse)."""
+        return self.propose_counted(requests)[0]
+
+    def propose_counted(self, requests: Sequence[ProposalRequest]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """propose() and each request's (prompt, output) tokens: the prompt counted once per sample (generate
+        expands it k times), the output up to its end-of-turn token."""
         import torch
 
         t0 = time.perf_counter()
         out: list[list[str]] = []
+        usage: list[tuple[int, int]] = []
         extra = self.stats.extra
         for req in requests:
             call = build_call(req, base_seed=self.seed, constrained=False, prompt=self.prompt)
@@ -75,16 +81,20 @@ class HFGenerator:
             new = gen[:, enc["input_ids"].shape[1]:]
             eos = self.tok.eos_token_id
             texts = []
+            n_out = 0
             for row in new:
                 ids = row.tolist()
                 n = ids.index(eos) if eos in ids else len(ids)
                 extra["truncated"] = extra.get("truncated", 0) + (eos not in ids)
-                extra["output_tokens"] = extra.get("output_tokens", 0) + n
+                n_out += n
                 texts.append(clean_output(self.tok.decode(ids[:n], skip_special_tokens=True), req.mode))
-            extra["prompt_tokens"] = extra.get("prompt_tokens", 0) + int(enc["input_ids"].shape[1]) * req.k
+            n_prompt = int(enc["input_ids"].shape[1]) * req.k
+            extra["output_tokens"] = extra.get("output_tokens", 0) + n_out
+            extra["prompt_tokens"] = extra.get("prompt_tokens", 0) + n_prompt
+            usage.append((n_prompt, n_out))
             out.append(texts)
         self.stats.calls += 1
         self.stats.requests += len(requests)
         self.stats.candidates += sum(len(t) for t in out)
         self.stats.seconds += time.perf_counter() - t0
-        return out
+        return out, usage
