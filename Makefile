@@ -96,7 +96,7 @@ venv-vllm: $(VLLM_STAMP)
 # The real-engine tests (marker vllm), in the vLLM environment; one OpenMP thread (docs/vllm.md): the engine actor's
 # tests, and the multi-node cluster of a GPU cluster's shape that runs paper_table through `ray job submit`.
 test-vllm: $(VLLM_STAMP)
-	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_cluster_multinode.py
+	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_vllm_sft.py tests/test_cluster_multinode.py
 
 venv: $(STAMP)
 
