@@ -119,10 +119,19 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
         nodes.append((cmd, {**env, **dict(w.get("env") or {})}, f"worker{i + 1}"))
     try:
         for i, (cmd, node_env, name) in enumerate(nodes, 1):  # one at a time: two at once can time out on 2 cores
-            log = open(workdir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
-            cluster.procs.append(subprocess.Popen(cmd, env=node_env, cwd=workdir, stdout=log,
-                                                  stderr=subprocess.STDOUT, start_new_session=True))
-            _wait(cluster, workdir, i, timeout)
+            for attempt in range(3):
+                log = open(workdir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
+                cluster.procs.append(subprocess.Popen(cmd, env=node_env, cwd=workdir, stdout=log,
+                                                      stderr=subprocess.STDOUT, start_new_session=True))
+                try:
+                    _wait(cluster, workdir, i, timeout)
+                    break
+                except RuntimeError:
+                    # `ray start` gives a raylet 30 s to register (hard-coded in Ray): on a loaded machine a worker
+                    # node can miss it and exit; start that worker again (the head is not retried)
+                    if i == 1 or attempt == 2 or cluster.procs[-1].poll() is None:
+                        raise
+                    cluster.procs.pop()
     except BaseException:
         cluster.stop()
         raise
