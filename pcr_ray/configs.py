@@ -1,6 +1,6 @@
 """Typed configs of every Hydra entry point, and the one way a config is composed and checked.
 
-The YAML files in `pcr_ray/conf/` state every default once; the dataclasses here state each key's type and
+The YAML files in `conf/` state every default once; the dataclasses here state each key's type and
 leave its value to the YAML (fields without defaults). `check(name, cfg)` merges a composed config into its
 schema, so a misspelt or dead key (in an experiment file or a `+key=value` override) fails at once with its
 name, and so does a value of the wrong type. Groups whose keys depend on a choice (a generator's `kind`, a data
@@ -419,7 +419,7 @@ def check(config_name: str, cfg: DictConfig | Mapping[str, Any]) -> DictConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"{config_name} config: {_describe(exc)}") from None
     if missing:
-        raise ConfigError(f"{config_name} config: no value for {', '.join(missing)} (set it in pcr_ray/conf/"
+        raise ConfigError(f"{config_name} config: no value for {', '.join(missing)} (set it in conf/"
                           f"{config_name}.yaml or on the command line)")
     return merged
 
@@ -433,7 +433,7 @@ def _describe(exc: OmegaConfBaseException) -> str:
 
 
 def compose(config_name: str, overrides: Sequence[str] = (), values: Mapping[str, Any] | None = None) -> DictConfig:
-    """The config `config_name` (pcr_ray/conf/<name>.yaml) with Hydra overrides, composed and checked.
+    """The config `config_name` (conf/<name>.yaml) with Hydra overrides, composed and checked.
 
     `values` (a nested mapping) is merged on top, for callers in Python; its keys must exist like any override's.
     """

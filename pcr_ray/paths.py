@@ -1,7 +1,7 @@
-"""Where things live: the Hydra config folder (inside the package), the data folder, the cache folder.
+"""Where things live: the Hydra config folder, the data folder, the cache folder, the run folders.
 
 Each has an environment variable that overrides it; an empty variable counts as unset.
-- configs: $PCR_RAY_CONF, else `pcr_ray/conf/` inside the installed package.
+- configs: $PCR_RAY_CONF, else `conf/` at the top of a checkout, which the wheel ships as `pcr_ray/conf/`.
 - data sets: $PCR_RAY_DATA, else `$XDG_DATA_HOME/pcr_ray/data` (`~/.local/share/pcr_ray/data`); docs/data.md
   says what goes there.
 - cache (problem parquets, pairs, PRM checkpoints, model folders): $PCR_RAY_CACHE, else
@@ -27,8 +27,9 @@ def _env_path(var: str) -> Path | None:
 
 
 def conf_dir() -> Path:
-    """Hydra config folder: $PCR_RAY_CONF, else the package's own conf/ (so an installed wheel has it)."""
-    return (_env_path("PCR_RAY_CONF") or PACKAGE_DIR / "conf").resolve()
+    """Hydra config folder: $PCR_RAY_CONF, else the installed package's conf/, else the checkout's conf/."""
+    installed = PACKAGE_DIR / "conf"
+    return (_env_path("PCR_RAY_CONF") or (installed if installed.is_dir() else PACKAGE_DIR.parent / "conf")).resolve()
 
 
 def data_dir() -> Path:

@@ -25,7 +25,7 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_wheel_holds_every_config_and_data_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    confs = {p.relative_to(REPO).as_posix() for p in (REPO / "pcr_ray" / "conf").rglob("*.yaml")}
+    confs = {"pcr_ray/" + p.relative_to(REPO).as_posix() for p in (REPO / "conf").rglob("*.yaml")}
     assert confs and confs <= names, sorted(confs - names)
     for f in ("pcr_ray/core/primitives/PRIMITIVES.md", "pcr_ray/examples/car_from_rest.json", "pcr_ray/py.typed",
               "pcr_ray/data/scibench_gold.jsonl"):

@@ -47,7 +47,7 @@ VERSION = __version__
 
 @dataclass(frozen=True)
 class ServeSettings:
-    """The service's settings: the checked `serve` config (pcr_ray/conf/serve.yaml, configs.ServeConfig) with its
+    """The service's settings: the checked `serve` config (conf/serve.yaml, configs.ServeConfig) with its
     `prm` group folded in and `ray.address` as `ray_address`. The config states every default; build these with
     `from_config` (a composed config) or `from_mapping` (some keys, on top of the config's)."""
 
