@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import sys
 import time
 import uuid
@@ -25,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from pcr_ray.configs import check, compose
 from pcr_ray.configs import to_plain as _plain
+from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import conf_dir, runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
@@ -41,49 +41,6 @@ GRADING_NOTES = {"default": "default (SciBench: 5% relative, units converted; GS
 def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
     """The evaluate config for these overrides, composed and checked (pcr_ray.configs; no run directory)."""
     return compose("evaluate", overrides)
-
-
-def load_problems(dcfg: Mapping[str, Any]) -> list[Any]:
-    """The problems of a dataset config: `sources`, each {name, limit, sample: first|random, seed, kwargs,
-    optional}; a top-level `limit` caps the total (and every source without its own limit). An `optional` source
-    whose data files are not in the data folder is left out, with one line saying how to add it."""
-    from pcr_ray.data.readers import FILE_KEYS, data_present, load_dataset, missing_data_hint
-
-    sources = dcfg.get("sources") or [dcfg]
-    total = dcfg.get("limit")
-    out: list[Any] = []
-    seen: set[str] = set()
-    for src in sources:
-        src = dict(src)
-        name = src["name"]
-        limit = src.get("limit") if src.get("limit") is not None else total
-        kwargs = dict(src.get("kwargs") or {})
-        if name == "file":  # its settings sit beside the name: {name: file, path: ..., fields: {...}}
-            kwargs.update({k: src[k] for k in FILE_KEYS if src.get(k) is not None})
-        sample = str(src.get("sample", "first"))
-        if src.get("optional") and not data_present(name, dcfg.get("data_dir")):
-            log.warning("evaluate: left out %s (optional): %s", name, missing_data_hint(name, dcfg.get("data_dir")))
-            continue
-        if sample == "random" and limit is not None:
-            pool = load_dataset(name, dcfg.get("data_dir"), None, **kwargs)
-            if src.get("require_trace"):
-                pool = [p for p in pool if p.gold_trace is not None]
-            rng = random.Random(int(src.get("seed", 0)))
-            probs = rng.sample(pool, min(int(limit), len(pool)))
-        else:
-            probs = load_dataset(name, dcfg.get("data_dir"), None if src.get("require_trace") else limit, **kwargs)
-            if src.get("require_trace"):
-                probs = [p for p in probs if p.gold_trace is not None][: limit or None]
-        for p in probs:
-            if p.id in seen:
-                raise ValueError(f"problem id {p.id!r} appears twice in dataset {dcfg.get('name')!r}")
-            seen.add(p.id)
-            out.append(p)
-    if total is not None:
-        out = out[: int(total)]
-    if not out:
-        raise ValueError(f"dataset {dcfg.get('name')!r} yielded no problems")
-    return out
 
 
 def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:

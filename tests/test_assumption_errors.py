@@ -175,11 +175,11 @@ def test_real_search_traces_that_never_name_the_condition_are_assumption_errors(
 
 
 def test_the_pipeline_row_carries_the_condition_to_the_classifier():
-    from pcr_ray.pipeline.evaluate_pipeline import _base_record, grade_row
+    from pcr_ray.pipeline.records import base_record, grade_row
 
     p = _friction_problem()
     item = {**p.to_dict(), "method": "prm_only"}  # a work item: Problem.to_dict() plus the method label
-    rec = {**_base_record(item), "answered": True, "stop_reason": "answer", "error": "",
+    rec = {**base_record(item), "answered": True, "stop_reason": "answer", "error": "",
            "trace_json": json.dumps(_without_friction(p)), "answer_value": verify(_without_friction(p)).answer[0].value,
            "answer_unit": p.answer_unit}
     graded = grade_row(rec)

@@ -147,6 +147,18 @@ def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> Non
         build_call(req, constrained=False, prompt="compact").messages, tokenize=False, add_generation_prompt=True),
         add_special_tokens=False)["input_ids"]) and usage[0][1] > 0
 
+    # batched: requests of different prompt lengths share one left-padded generate call; greedy decoding gives
+    # each request what it gets alone, in the order asked, with its own prompt tokens counted
+    greedy = {"kind": "hf", "model": "sft:test", "max_tokens": 32, "temperature": 0.0}
+    req2 = ProposalRequest("q", "A stone falls from rest for 3 s. How fast is it going?", (Given("t", 3.0, "s"),),
+                           k=2, target_unit="m/s")
+    alone = build_generator(greedy)
+    one_by_one = [alone.propose([r])[0] for r in (req, req2, req)]
+    batched = build_generator({**greedy, "batch_sequences": 6})
+    out_b, usage_b = batched.propose_counted([req, req2, req])
+    assert out_b == one_by_one, (out_b, one_by_one)
+    assert usage_b[0][0] == usage[0][0] and usage_b[1][0] != usage_b[0][0]
+
 
 def test_generator_folder_without_sft_record_keeps_the_full_prompt(tmp_path: Path) -> None:
     from pcr_ray.generators.llm_common import checkpoint_prompt

@@ -3,7 +3,9 @@
 Meant for a model fine-tuned on the trace format (`pcr-ray sft`), which writes steps without a grammar: the
 output is unconstrained, and whatever does not parse is rejected by the search like any other bad candidate.
 The step prompt follows the checkpoint (`prompt: auto` reads sft.json: 'compact' for a fine-tuned folder,
-'full' otherwise). The k samples of a request share one seeded `generate` call (num_return_sequences=k).
+'full' otherwise). Requests are batched: up to `batch_sequences` samples (k per request) share one left-padded
+`generate` call, seeded by its first request, so that a GPU runs a lock-step search's requests together; with
+`batch_sequences` at most k a call holds one request, whose samples are then a function of that request alone.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_o
 
 
 class HFGenerator:
-    """Batched propose() over a transformers model; requests run one after another."""
+    """Batched propose() over a transformers model: requests grouped into left-padded `generate` calls."""
 
     uses_feedback = True
 
     def __init__(self, model: str, *, device: str = "cpu", dtype: str = "float32", temperature: float = 0.8,
                  top_p: float = 0.95, max_tokens: int = 160, max_tokens_free: int = 384, seed: int = 0,
-                 prompt: str = "auto", num_threads: int | None = None) -> None:
+                 prompt: str = "auto", num_threads: int | None = None, batch_sequences: int = 1) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -43,6 +45,7 @@ class HFGenerator:
         self.device, self.dtype = device, dtype
         self.temperature, self.top_p, self.max_tokens = temperature, top_p, max_tokens
         self.max_tokens_free, self.seed = max_tokens_free, seed
+        self.batch_sequences = max(1, int(batch_sequences))
         self.stats = GeneratorStats()
 
     @classmethod
@@ -62,39 +65,62 @@ class HFGenerator:
     def propose_counted(self, requests: Sequence[ProposalRequest]) -> tuple[list[list[str]], list[tuple[int, int]]]:
         """propose() and each request's (prompt, output) tokens: the prompt counted once per sample (generate
         expands it k times), the output up to its end-of-turn token."""
-        import torch
-
         t0 = time.perf_counter()
-        out: list[list[str]] = []
-        usage: list[tuple[int, int]] = []
-        extra = self.stats.extra
-        for req in requests:
-            call = build_call(req, base_seed=self.seed, constrained=False, prompt=self.prompt)
-            text = self.tok.apply_chat_template(call.messages, tokenize=False, add_generation_prompt=True)
-            enc = self.tok(text, return_tensors="pt", add_special_tokens=False).to(self.device)
-            torch.manual_seed(call.seeds[0])
-            max_new = self.max_tokens if req.mode == "step" else self.max_tokens_free
-            with torch.inference_mode():
-                gen = self.model.generate(**enc, do_sample=self.temperature > 0, temperature=self.temperature or None,
-                                          top_p=self.top_p, max_new_tokens=max_new, num_return_sequences=req.k,
-                                          pad_token_id=self.tok.pad_token_id)
-            new = gen[:, enc["input_ids"].shape[1]:]
-            eos = self.tok.eos_token_id
-            texts = []
-            n_out = 0
-            for row in new:
-                ids = row.tolist()
-                n = ids.index(eos) if eos in ids else len(ids)
-                extra["truncated"] = extra.get("truncated", 0) + (eos not in ids)
-                n_out += n
-                texts.append(clean_output(self.tok.decode(ids[:n], skip_special_tokens=True), req.mode))
-            n_prompt = int(enc["input_ids"].shape[1]) * req.k
-            extra["output_tokens"] = extra.get("output_tokens", 0) + n_out
-            extra["prompt_tokens"] = extra.get("prompt_tokens", 0) + n_prompt
-            usage.append((n_prompt, n_out))
-            out.append(texts)
+        out: list[list[str] | None] = [None] * len(requests)
+        usage: list[tuple[int, int]] = [(0, 0)] * len(requests)
+        for group in self._groups(requests):
+            for i, texts, use in self._generate([(i, requests[i]) for i in group]):
+                out[i], usage[i] = texts, use
         self.stats.calls += 1
         self.stats.requests += len(requests)
-        self.stats.candidates += sum(len(t) for t in out)
+        self.stats.candidates += sum(len(t or []) for t in out)
         self.stats.seconds += time.perf_counter() - t0
-        return out, usage
+        return [t or [] for t in out], usage
+
+    def _groups(self, requests: Sequence[ProposalRequest]) -> list[list[int]]:
+        """Indices of requests that share a generate call: same mode, at most batch_sequences samples in all."""
+        groups: list[list[int]] = []
+        open_: dict[str, tuple[list[int], int]] = {}
+        for i, req in enumerate(requests):
+            members, n = open_.get(req.mode, ([], 0))
+            if members and n + req.k > self.batch_sequences:
+                groups.append(members)
+                members, n = [], 0
+            open_[req.mode] = (members + [i], n + req.k)
+        groups.extend(members for members, _ in open_.values())
+        return groups
+
+    def _generate(self, items: Sequence[tuple[int, ProposalRequest]]) -> list[tuple[int, list[str], tuple[int, int]]]:
+        """One left-padded, seeded generate call over the requests' prompts, each repeated k times."""
+        import torch
+
+        calls = [build_call(req, base_seed=self.seed, constrained=False, prompt=self.prompt) for _, req in items]
+        prompts = [self.tok.apply_chat_template(c.messages, tokenize=False, add_generation_prompt=True)
+                   for c in calls]
+        enc = self.tok(prompts, return_tensors="pt", add_special_tokens=False, padding=True).to(self.device)
+        ks = torch.tensor([req.k for _, req in items], device=self.device)
+        ids = enc["input_ids"].repeat_interleave(ks, dim=0)
+        mask = enc["attention_mask"].repeat_interleave(ks, dim=0)
+        torch.manual_seed(calls[0].seeds[0])
+        mode = items[0][1].mode
+        max_new = self.max_tokens if mode == "step" else self.max_tokens_free
+        with torch.inference_mode():
+            gen = self.model.generate(input_ids=ids, attention_mask=mask, do_sample=self.temperature > 0,
+                                      temperature=self.temperature or None, top_p=self.top_p,
+                                      max_new_tokens=max_new, pad_token_id=self.tok.pad_token_id)
+        new = gen[:, ids.shape[1]:].tolist()
+        eos, extra = self.tok.eos_token_id, self.stats.extra
+        results, row = [], 0
+        for (i, req), n_prompt_tokens in zip(items, enc["attention_mask"].sum(dim=1).tolist(), strict=True):
+            texts, n_out = [], 0
+            for toks in new[row:row + req.k]:
+                n = toks.index(eos) if eos in toks else len(toks)
+                extra["truncated"] = extra.get("truncated", 0) + (eos not in toks)
+                n_out += n
+                texts.append(clean_output(self.tok.decode(toks[:n], skip_special_tokens=True), req.mode))
+            row += req.k
+            n_prompt = int(n_prompt_tokens) * req.k
+            extra["output_tokens"] = extra.get("output_tokens", 0) + n_out
+            extra["prompt_tokens"] = extra.get("prompt_tokens", 0) + n_prompt
+            results.append((i, texts, (n_prompt, n_out)))
+        return results

@@ -19,12 +19,10 @@ are never rewritten, and a rerun with the same run directory skips (problem_id, 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
 import time
-import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +33,14 @@ import pandas as pd
 import ray
 
 from pcr_ray.pipeline import actors as act
-from pcr_ray.pipeline.metrics import classify_error, horizon_of
+from pcr_ray.pipeline.records import (
+    error_record,
+    exc_text,
+    grade_row,
+    search_problem,
+    search_record,
+    with_givens,
+)
 from pcr_ray.pipeline.results import ShardWriter, completed_keys
 
 if TYPE_CHECKING:
@@ -132,64 +137,11 @@ def work_items(problems: Iterable[Any], specs: Sequence[MethodSpec], done: set[t
 
 # ---------------------------------------------------------------- stage 1: extract givens (CPU task)
 
-def _givens_to_json(givens: Sequence[Any]) -> str:
-    return json.dumps([{"name": g.name, "value": g.value, "unit": g.unit, "desc": g.desc} for g in givens])
-
-
 def extract_givens(batch: pd.DataFrame, givens_mode: str = "auto") -> pd.DataFrame:
-    """Adds sp_givens (JSON list), sp_target_unit, givens_source and extract_error to each row."""
-    from pcr_ray.search import SearchProblem
-
-    gj, tu, src, err = [], [], [], []
-    for row in batch.to_dict("records"):
-        try:
-            sp = SearchProblem.from_problem(_problem_dict(row), givens=givens_mode)
-            gj.append(_givens_to_json(sp.givens))
-            tu.append(sp.target_unit)
-            src.append(sp.givens_source)
-            err.append("")
-        except Exception as exc:
-            gj.append("[]")
-            tu.append("")
-            src.append("")
-            err.append(f"givens extraction failed: {type(exc).__name__}: {exc}"[:300])
-    out = batch.copy()
-    out["sp_givens"] = gj
-    out["sp_target_unit"] = tu
-    out["givens_source"] = src
-    out["extract_error"] = err
-    return out
-
-
-_PROBLEM_KEYS = ("id", "source", "text", "answer", "answer_value", "answer_unit", "level", "subject", "gold_trace",
-                 "gold_steps")
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        try:
-            return v.item()
-        except (ValueError, AttributeError):
-            return v
-    return v
-
-
-def _problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _clean(row.get(k)) for k in _PROBLEM_KEYS}
-
-
-def _search_problem(row: Mapping[str, Any]) -> Any:
-    from pcr_ray.core.trace import Given
-    from pcr_ray.search import SearchProblem
-
-    givens = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless", g.get("desc", ""))
-                   for g in json.loads(row.get("sp_givens") or "[]"))
-    gs = _clean(row.get("gold_steps"))
-    return SearchProblem(str(row["id"]), str(row["text"]), givens, str(row.get("sp_target_unit") or ""),
-                         _clean(row.get("answer_value")), str(row.get("answer_unit") or ""), str(row.get("source")),
-                         None if gs is None else int(gs), str(row.get("givens_source") or ""))
+    """Adds sp_givens (JSON list), sp_target_unit, givens_source and extract_error to each row (with_givens)."""
+    if batch.empty:
+        return batch.assign(sp_givens=[], sp_target_unit=[], givens_source=[], extract_error=[])
+    return pd.DataFrame([with_givens(row, givens_mode) for row in batch.to_dict("records")])
 
 
 # ---------------------------------------------------------------- stage 2: search workers (actor pool)
@@ -264,7 +216,7 @@ class SearchWorker:
             raise KeyError(f"method {spec.label!r} needs PRM {spec.prm!r}, which is not configured")
 
         def run(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            results = run_search([_search_problem(r) for r in group], gen, scorer, cfg)
+            results = run_search([search_problem(r) for r in group], gen, scorer, cfg)
             return [search_record(r, res) for r, res in zip(group, results, strict=True)]
 
         return run
@@ -280,7 +232,7 @@ class SearchWorker:
         try:
             runner = self._runner(spec, source)
         except Exception as exc:
-            return [error_record(r, _exc_text(exc), 1, self.where) for r in group]
+            return [error_record(r, exc_text(exc), 1, self.where) for r in group]
         bad = str(self.faults.get("raise_for_problem") or "")
         if bad:  # test hook: searching this problem always raises
             inner = runner
@@ -296,7 +248,7 @@ class SearchWorker:
         except Exception as exc:
             if _is_ray_system_error(exc) and len(group) > 1:
                 raise  # a model actor is gone for good: let Ray Data retry the whole batch
-            first = _exc_text(exc)
+            first = exc_text(exc)
             recs = []
             for r in group:  # isolate the culprit: one problem at a time, a bounded number of attempts
                 rec, err = None, first
@@ -306,7 +258,7 @@ class SearchWorker:
                         rec["attempts"] = attempt
                         break
                     except Exception as exc2:
-                        err = _exc_text(exc2)
+                        err = exc_text(exc2)
                 recs.append(rec if rec is not None else error_record(r, err, self.attempts, self.where))
         dt = time.perf_counter() - t0
         gen_label = self._generator_label(spec.generator)
@@ -329,98 +281,12 @@ def _is_ray_system_error(exc: BaseException) -> bool:
     return isinstance(exc, (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError))
 
 
-def _exc_text(exc: BaseException) -> str:
-    tb = traceback.extract_tb(exc.__traceback__)
-    where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
-    return f"{type(exc).__name__}: {exc}{where}"[:500]
-
-
-def _base_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    gt = _clean(row.get("gold_trace"))
-    gs = _clean(row.get("gold_steps"))
-    return {
-        "problem_id": str(row["id"]), "source": str(row.get("source") or ""), "method": str(row["method"]),
-        "question": str(row.get("text") or ""), "gold_answer": str(row.get("answer") or ""),
-        "gold_value": _clean(row.get("answer_value")), "gold_unit": str(row.get("answer_unit") or ""),
-        "gold_steps": gs, "horizon": horizon_of(gs), "gold_trace_json": gt or "",
-        "givens_json": row.get("sp_givens") or "", "givens_source": row.get("givens_source") or "",
-        "target_unit": row.get("sp_target_unit") or "",
-    }
-
-
-def error_record(row: Mapping[str, Any], error: str, attempts: int, worker: str = "") -> dict[str, Any]:
-    """The row of a problem that could not be run: no answer, the reason in `error`."""
-    return {**_base_record(row), "answered": False, "stop_reason": "error", "error": error or "unknown error",
-            "attempts": attempts, "worker": worker}
-
-
-def _loads(s: Any, default: Any) -> Any:
-    if isinstance(s, (list, dict)):
-        return s
-    try:
-        return json.loads(s) if s else default
-    except (TypeError, ValueError):
-        return default
-
-
-def search_record(row: Mapping[str, Any], res: Any) -> dict[str, Any]:
-    """A result row from a SearchResult (see pcr_ray.search) and its work item."""
-    rec = res.to_record() if hasattr(res, "to_record") else dict(res)
-    steps = _loads(rec.get("steps"), [])
-    verdicts = [s.get("verdict", "ok" if s.get("ok", True) else "rejected") if isinstance(s, dict) else ""
-                for s in steps]
-    scores = [s.get("score") if isinstance(s, dict) else None for s in steps]
-    value = rec.get("answer_value")
-    unit = rec.get("answer_unit") or ""
-    if value is None:
-        answer = ""
-    else:
-        answer = f"{value:.10g} {unit}".strip() if isinstance(value, (int, float)) else str(value)
-    out = {
-        **_base_record(row),
-        "generator": str(rec.get("generator", "")),
-        "answer": answer, "answer_value": value, "answer_unit": unit,
-        "answered": value is not None,
-        "stop_reason": rec.get("stop_reason", ""), "error": rec.get("error", "") or "",
-        "trace_json": rec.get("trace") if rec.get("trace") not in ("null", None) else "",
-        "trace_ok": bool(rec.get("trace_ok")),
-        "step_verdicts": json.dumps(verdicts), "step_scores": json.dumps(scores),
-        "n_steps": len(steps), "candidates": rec.get("n_proposed", 0),
-        "verifier_rejections": max(0, int(rec.get("n_parsed", 0) or 0) - int(rec.get("n_verified", 0) or 0)),
-        "prm_calls": rec.get("n_prm_calls", 0), "generator_calls": rec.get("iterations", 0),
-        "prompt_tokens": rec.get("prompt_tokens", 0), "output_tokens": rec.get("output_tokens", 0),
-        "prm_tokens": rec.get("prm_tokens", 0),
-        "time_s": _attributed_seconds(rec),
-        "wall_s": rec.get("wall_s"),
-    }
-    cands = _loads(rec.get("candidates"), [])
-    if cands and isinstance(cands[-1], dict) and cands[-1].get("kind") in ("direct", "python"):
-        out["raw_output"] = str(cands[-1].get("candidate", ""))[:2000]
-    for k in ("n_parsed", "n_verified", "n_scored", "n_cache_hits", "retries", "backtracks", "gen_s", "verify_s",
-              "prm_s", "score", "final_diagnostics", "reject_codes", "answer_name"):
-        if k in rec:
-            out[k] = rec[k]
-    samples = _loads(rec.get("samples"), [])
-    if samples:  # the answered traces selection chose among (extra_json; the scaling experiment reads them)
-        out["samples"] = samples
-    return out
-
-
-def _attributed_seconds(rec: Mapping[str, Any]) -> float | None:
-    """Seconds of generation, verification and PRM scoring attributed to this problem (its share of batched
-    calls); the wall time from batch start when the parts are not reported."""
-    parts = [rec.get(k) for k in ("gen_s", "verify_s", "prm_s")]
-    if any(isinstance(x, (int, float)) and x > 0 for x in parts):
-        return float(sum(x for x in parts if isinstance(x, (int, float))))
-    return rec.get("wall_s")
-
-
 def run_baseline(spec: MethodSpec, group: list[dict[str, Any]], generator: Any,
                  cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     """direct / pyexec baselines (pcr_ray.baselines) on a group of work items."""
     from pcr_ray import baselines
 
-    problems = [_search_problem(r) for r in group]
+    problems = [search_problem(r) for r in group]
     results = baselines.run_baseline(spec.method, problems, generator, {**dict(cfg), **dict(spec.overrides)})
     return [search_record(r, res) for r, res in zip(group, results, strict=True)]
 
@@ -431,41 +297,6 @@ def grade_batch(batch: pd.DataFrame, mode: str = "default") -> pd.DataFrame:
     """correct / flagged / silent_failure / error_type per row (pcr_ray.grading for answer equivalence; `mode`:
     grading.mode)."""
     return pd.DataFrame([grade_row(r, mode) for r in batch.to_dict("records")])
-
-
-def grade_row(r: dict[str, Any], mode: str = "default") -> dict[str, Any]:
-    """A graded copy of a row: correct, flagged (the system signalled trouble), silent_failure, error type."""
-    r = {k: _clean(v) for k, v in r.items()}
-    answered = bool(r.get("answered"))
-    correct = False
-    if answered and not r.get("error"):
-        try:
-            correct, r["grade_reason"] = grade_answer(r, mode)
-        except Exception as exc:  # grading never raises by contract; a bug must not lose the row
-            r["grade_reason"] = f"grading failed: {_exc_text(exc)}"
-    flagged = (not answered) or bool(r.get("error")) or str(r.get("stop_reason") or "") in FLAG_STOPS
-    r["correct"] = correct
-    r["flagged"] = flagged
-    r["silent_failure"] = answered and not correct and not flagged
-    etype, detail = classify_error(r, r.get("gold_trace_json") or None)
-    r["error_type"], r["error_detail"] = etype, detail
-    return r
-
-
-# stop reasons by which a method itself says its answer is not to be trusted
-FLAG_STOPS = frozenset({"error", "max_steps", "exhausted", "no_candidates", "timeout", "unverified"})
-
-
-def grade_answer(r: Mapping[str, Any], mode: str = "default") -> tuple[bool, str]:
-    """(correct, reason) of the row's answer against the gold one, with its source's setting (pcr_ray.grading)."""
-    from types import SimpleNamespace
-
-    from pcr_ray.grading import grade_problem
-
-    gold = SimpleNamespace(source=r.get("source") or "", answer=r.get("gold_answer") or "",
-                           answer_value=r.get("gold_value"), answer_unit=r.get("gold_unit") or "")
-    res = grade_problem(r.get("answer_value"), gold, pred_unit=r.get("answer_unit") or "", mode=mode)
-    return bool(res.correct), str(res.reason)
 
 
 # ---------------------------------------------------------------- driver
@@ -566,7 +397,7 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
                                         acc=f"{stats.correct / max(1, stats.rows):.3f}",
                                         problems_s=f"{stats.rows / n_methods / max(el, 1e-9):.2f}")
             except Exception as exc:  # the dataset failed: keep what was written, rerun the rest smaller
-                msg = f"round {rnd + 1}: {_exc_text(exc)}"
+                msg = f"round {rnd + 1}: {exc_text(exc)}"
                 stats.failures.append(msg)
                 print(f"warning: pipeline {msg}; {len(todo)} rows left")
             else:

@@ -62,7 +62,7 @@ def scaling_specs(scfg: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _grade(row: Mapping[str, Any], sample: Mapping[str, Any], mode: str) -> bool:
-    from pcr_ray.pipeline.evaluate_pipeline import grade_answer
+    from pcr_ray.pipeline.records import grade_answer
 
     if sample.get("value") is None or row.get("error"):
         return False
