@@ -83,6 +83,22 @@ def test_step_examples_replay_the_gold_trace_through_the_verifier() -> None:
     assert math.isclose(value, p.answer_value, rel_tol=1e-5)
 
 
+def test_trace_examples_are_what_best_of_n_accepts() -> None:
+    from pcr_ray.core.verifier import verify
+    from pcr_ray.search import SearchProblem
+    from pcr_ray.search.best_of_n import parse_sample
+
+    for p in generate_problems(8, seed=TRAIN_SEED_MIN, mix="all"):
+        (ex,) = [e for e in problem_examples(p.id, p.text, p.gold_trace) if e.fmt == "trace"]
+        user = ex.messages[-1]["content"]
+        assert "Ops you may use" not in user and p.text in user  # the compact prompt
+        gold, _ = parse_trace(p.gold_trace)
+        assert '"value"' not in ex.target  # the verifier computes the values
+        trace, code = parse_sample(ex.target, SearchProblem(p.id, p.text, gold.givens, gold.answer[0].unit))
+        assert trace is not None and not code and verify(trace).ok, (ex.target, code)
+        assert math.isclose(verify(trace).answer[0].value, p.answer_value, rel_tol=1e-5)
+
+
 def test_training_seeds_are_disjoint_from_every_evaluation_seed() -> None:
     seeds = []
     for path in (conf_dir() / "dataset").glob("*.yaml"):

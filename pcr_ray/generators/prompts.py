@@ -121,10 +121,11 @@ def step_messages(req: ProposalRequest, ops: Sequence[str] | None = None, *, few
     return msgs
 
 
-def full_messages(req: ProposalRequest, ops: Sequence[str] | None = None) -> list[Message]:
-    """Chat messages asking for a whole trace (steps and answer) over the request's givens."""
-    user = ["Ops you may use:\n" + "\n".join(op_lines(ops)), f"Problem: {req.problem_text.strip()}",
-            givens_block(req.givens)]
+def full_messages(req: ProposalRequest, ops: Sequence[str] | None = None, prompt: str = "full") -> list[Message]:
+    """Chat messages asking for a whole trace (steps and answer) over the request's givens; prompt='compact'
+    (a model fine-tuned on traces) leaves out the op list."""
+    user = [] if prompt == "compact" else ["Ops you may use:\n" + "\n".join(op_lines(ops))]
+    user += [f"Problem: {req.problem_text.strip()}", givens_block(req.givens)]
     if req.target_unit:
         user.append(f"The answer is asked in {req.target_unit}.")
     user.append("The whole solution, as one JSON object:")
@@ -157,13 +158,13 @@ def givens_messages(req: ProposalRequest) -> list[Message]:
 
 
 def messages_for(req: ProposalRequest, ops: Sequence[str] | None = None, prompt: str = "full") -> list[Message]:
-    """The messages for any request mode (`prompt` applies to steps: 'full' or 'compact')."""
+    """The messages for any request mode (`prompt`, 'full' or 'compact', applies to steps and whole traces)."""
     if prompt not in PROMPTS:
         raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
     if req.mode == "step":
         return step_messages(req, ops, prompt=prompt)
     if req.mode == "full":
-        return full_messages(req, ops)
+        return full_messages(req, ops, prompt=prompt)
     if req.mode == "python":
         return python_messages(req)
     if req.mode == "direct":

@@ -26,7 +26,8 @@ from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggr
 from pcr_ray.search.usage import propose_counted
 
 
-def _parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:
+def parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:
+    """A sampled whole trace over the problem's own givens; (None, the reject code) when it does not parse."""
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError):
@@ -70,7 +71,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
         seen: set[str] = set()
         for n, raw in enumerate(cands):
             res.n_proposed += 1
-            trace, code = _parse_sample(raw, p)
+            trace, code = parse_sample(raw, p)
             if trace is None:
                 rejects[code] += 1
                 continue

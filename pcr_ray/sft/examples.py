@@ -1,9 +1,11 @@
-"""Gold traces as fine-tuning examples, in the output format of each method: DSL steps, a program, an answer.
+"""Gold traces as fine-tuning examples, in the output format of each method: DSL steps, a whole trace, a program,
+an answer.
 
 A step example is exactly the request the search sends at that point of the trace (the compact prompt: problem,
 givens, steps so far with their values, the asked unit) and the gold next step as compact JSON, or the answer
-declaration after the last step. A program example is the ToRA-style prompt and the trace's Python program
-(pcr_ray.sft.programs); a direct example is the direct prompt and `answer: VALUE UNIT`.
+declaration after the last step. A trace example is best-of-n's request (problem, givens, asked unit) and the
+whole trace, its steps without values (the verifier computes them). A program example is the ToRA-style prompt
+and the trace's Python program (pcr_ray.sft.programs); a direct example is the direct prompt and `answer: VALUE UNIT`.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from pcr_ray.core.trace import Step, parse_trace
 from pcr_ray.core.verifier import verify
 from pcr_ray.data.problem import Problem
 from pcr_ray.generators.base import ProposalRequest
-from pcr_ray.generators.prompts import Message, direct_messages, python_messages, step_messages
+from pcr_ray.generators.prompts import Message, direct_messages, full_messages, python_messages, step_messages
 from pcr_ray.sft.programs import trace_program
 
-FORMATS = ("step", "python", "direct")
+FORMATS = ("step", "trace", "python", "direct")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ def _unit_text(unit: str) -> str:
     return "" if unit in ("", "dimensionless") else unit
 
 
+def _step_target(step: Step) -> dict:
+    """A step as the model writes it: op, args and the output's name and unit (no value)."""
+    return {"op": step.op, "args": dict(step.args), "out": {"name": step.out.name, "unit": step.out.unit}}
+
+
 def problem_examples(problem_id: str, text: str, gold_trace: dict, formats: Sequence[str] = FORMATS
                      ) -> list[SFTExample]:
     """Every example of one problem with a valid gold trace (none when it does not verify)."""
@@ -58,12 +65,17 @@ def problem_examples(problem_id: str, text: str, gold_trace: dict, formats: Sequ
         done: list[Step] = []
         for step, result in zip(trace.steps, verdict.steps, strict=True):
             req = ProposalRequest(problem_id, text, trace.givens, tuple(done), target_unit=target_unit)
-            target = {"op": step.op, "args": dict(step.args), "out": {"name": step.out.name, "unit": step.out.unit}}
-            out.append(SFTExample(problem_id, "step", tuple(step_messages(req, prompt="compact")), _compact(target)))
+            out.append(SFTExample(problem_id, "step", tuple(step_messages(req, prompt="compact")),
+                                  _compact(_step_target(step))))
             done.append(Step(step.op, dict(step.args), step.out, result.value))
         req = ProposalRequest(problem_id, text, trace.givens, tuple(done), target_unit=target_unit)
         answer = {"answer": [{"name": a.name, "unit": a.unit} for a in trace.answer]}
         out.append(SFTExample(problem_id, "step", tuple(step_messages(req, prompt="compact")), _compact(answer)))
+    if "trace" in formats:
+        req = ProposalRequest(problem_id, text, trace.givens, mode="full", target_unit=target_unit)
+        whole = {"steps": [_step_target(s) for s in trace.steps],
+                 "answer": [{"name": a.name, "unit": a.unit} for a in trace.answer]}
+        out.append(SFTExample(problem_id, "trace", tuple(full_messages(req, prompt="compact")), _compact(whole)))
     base = ProposalRequest(problem_id, text, mode="python")
     if "python" in formats:
         program = trace_program(trace).program
