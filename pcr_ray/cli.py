@@ -9,9 +9,9 @@ from pcr_ray import logs
 
 # name -> (module:function, one-line help). Hydra apps take `key=value` overrides after their arguments.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "verify": ("pcr_ray.commands:verify_main", "verify a trace JSON file and print the verdict"),
-    "schema": ("pcr_ray.commands:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
-    "primitives": ("pcr_ray.commands:primitives_main", "list the registered primitives (--markdown for the docs)"),
+    "verify": ("pcr_ray.commands.core:verify_main", "verify a trace JSON file and print the verdict"),
+    "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
+    "primitives": ("pcr_ray.commands.core:primitives_main", "list the registered primitives (--markdown for the docs)"),
     "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
     "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),

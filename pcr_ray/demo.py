@@ -13,25 +13,29 @@ import os
 import sys
 import time
 
-from pcr_ray.evaluate import compose_config, evaluate, shutdown_ray
+from omegaconf import DictConfig
+
+from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.evaluate import evaluate, shutdown_ray
 from pcr_ray.pipeline.metrics import error_table, markdown_table
 from pcr_ray.pipeline.stats import paired_table
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; 0 on success."""
+    """Run the demo (a Hydra app over conf/evaluate.yaml with experiment=demo); 0 on success."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    t0 = time.time()
-    cfg = compose_config(["experiment=demo", *argv])
     try:
-        out = evaluate(cfg)
+        return run_hydra("demo", "evaluate", ["experiment=demo", *argv], run_demo, __doc__)
     finally:
         shutdown_ray()
+
+
+def run_demo(cfg: DictConfig) -> None:
+    """The demo's job: the evaluation, then its tables."""
+    t0 = time.time()
+    out = evaluate(cfg)
     m = json.loads((out / "metrics.json").read_text())
     print()
     print(f"pcr_ray demo: {m['n_problems']} problems, {len(m['methods'])} methods, {time.time() - t0:.0f} s")
@@ -46,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"results: {out / 'results.parquet'}")
     print(f"report:  {out / 'report.html'}")
-    return 0
 
 
 if __name__ == "__main__":

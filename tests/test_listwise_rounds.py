@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from pcr_ray.commands.hydra_app import compose_config
 from pcr_ray.pipeline.eval_prm import scorer_placement
 from pcr_ray.pipeline.listwise_rounds import RecipeStep, main, parser, recipe, run_recipe
-from pcr_ray.pipeline.make_pairs import compose_config
 
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs"}
 
