@@ -74,8 +74,10 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
         print(help_text(config_name, usage))
         return 0
     statuses: list[int] = []
+    started: list[bool] = []
 
     def job(cfg: DictConfig) -> None:
+        started.append(True)
         statuses.append(run_job(name, config_name, cfg, run))
 
     job.__module__ = config_name  # Hydra names the job (hydra.job.name, its log file) after the task's module
@@ -91,9 +93,9 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
             return 2
         return int(exc.code or 0)
     except Exception as exc:
-        if not is_config_error(exc):
-            raise
-        return bad_configuration(name, exc)
+        if is_config_error(exc) or (isinstance(exc, ValueError) and not started):  # before any job: Hydra's
+            return bad_configuration(name, exc)                                    # flags or overrides
+        raise
     finally:
         sys.argv = saved_argv
         if saved_full_error is None:
