@@ -7,12 +7,13 @@ import sys
 
 from pcr_ray import logs
 
-# name -> (module:function, one-line help). Hydra apps take `key=value` overrides after their arguments.
+# name -> (module:function, one-line help). The Hydra apps (pcr_ray.commands.hydra_app) take `key=value` overrides
+# after their arguments; the others are argparse programs.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pcr_ray.commands.core:verify_main", "verify a trace JSON file and print the verdict"),
     "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
     "primitives": ("pcr_ray.commands.core:primitives_main", "list the registered primitives (--markdown for the docs)"),
-    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
+    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]` (Hydra app)"),
     "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
@@ -21,12 +22,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
                         "the listwise PRM recipe end to end: pairs, rounds of mined lists, search benchmark"),
     "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
-    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
+    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method (Hydra app)"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
-    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits, what would"),
+    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits (Hydra app)"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
-    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
+    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method (Hydra app)"),
     "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured here, beside its number"),
 }
 
@@ -34,7 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def usage() -> str:
     lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<15} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`pcr-ray COMMAND --help` shows a command's own help; `pcr-ray --version` the version."]
+    lines += ["", "`pcr-ray COMMAND --help` shows a command's help; `pcr-ray --version` the version.",
+              "A Hydra app takes key=value overrides, -m to sweep comma-separated values, --cfg job for its config."]
     return "\n".join(lines)
 
 
