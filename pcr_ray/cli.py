@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 
 from pcr_ray import logs
+from pcr_ray.commands import completion
 
 # name -> (module:function, one-line help). The Hydra apps (pcr_ray.commands.hydra_app) take `key=value` overrides
 # after their arguments; the others are argparse programs.
@@ -50,21 +52,27 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pcr-ray {version('pcr_ray')}")
         return 0
+    if completion.is_completion(argv):
+        return completion.shell_completion(argv, list(COMMANDS), load)
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"pcr-ray: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     logs.setup()  # the library's progress and warnings on stderr (a Hydra app switches to its job logging)
-    target, _ = COMMANDS[name]
-    module, _, func = target.partition(":")
     try:
-        fn = getattr(importlib.import_module(module), func)
+        fn = load(name)
     except ImportError as exc:
-        print(f"pcr-ray {name}: cannot import {module}: {exc}. Is the package installed with its extras "
+        print(f"pcr-ray {name}: cannot import {COMMANDS[name][0]}: {exc}. Is the package installed with its extras "
               f"(`make venv`)?", file=sys.stderr)
         return 2
     rc = fn(rest)
     return int(rc or 0)
+
+
+def load(name: str) -> Callable[[list[str]], int]:
+    """The main(argv) -> int of the command `name` (its module imported)."""
+    module, _, func = COMMANDS[name][0].partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 if __name__ == "__main__":

@@ -15,25 +15,16 @@ import time
 
 from omegaconf import DictConfig
 
-from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.evaluate import evaluate, shutdown_ray
 from pcr_ray.pipeline.metrics import error_table, markdown_table
 from pcr_ray.pipeline.stats import paired_table
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo (a Hydra app over conf/evaluate.yaml with experiment=demo); 0 on success."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        return run_hydra("demo", "evaluate", ["experiment=demo", *argv], run_demo, __doc__)
-    finally:
-        shutdown_ray()
-
-
 def run_demo(cfg: DictConfig) -> None:
     """The demo's job: the evaluation, then its tables."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     t0 = time.time()
     out = evaluate(cfg)
     m = json.loads((out / "metrics.json").read_text())
@@ -50,6 +41,9 @@ def run_demo(cfg: DictConfig) -> None:
     print()
     print(f"results: {out / 'results.parquet'}")
     print(f"report:  {out / 'report.html'}")
+
+
+main = hydra_command("demo", "evaluate", run_demo, __doc__, preset=("experiment=demo",), teardown=shutdown_ray)
 
 
 if __name__ == "__main__":

@@ -254,15 +254,8 @@ def run_and_summarize(cfg: DictConfig) -> None:
 USAGE = ("usage: pcr-ray evaluate [key=value ...]\n\nThe evaluation of conf/evaluate.yaml (an experiment, a dataset, "
          "methods) through the Ray Data pipeline;\nthe run directory gets results.parquet, metrics.json, report.html "
          "and config.yaml. e.g.\n" + __doc__.split("\n\n")[1])
-run_evaluate = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry (`pcr-ray evaluate [overrides]`, `-m` for a sweep: every run shares one Ray, stopped at the end)."""
-    try:
-        return run_evaluate(argv)
-    finally:
-        shutdown_ray()
+# a sweep's runs share one Ray, stopped once the last has finished
+main = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE, teardown=shutdown_ray)
 
 
 def _print_summary(out: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import hydra
@@ -83,7 +84,8 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
     job.__module__ = config_name  # Hydra names the job (hydra.job.name, its log file) after the task's module
     app = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base="1.3")(job)
     saved_argv, saved_full_error = sys.argv, os.environ.get("HYDRA_FULL_ERROR")
-    sys.argv = [f"pcr-ray {name}", *argv]
+    completing = any(a in ("-sc", "--shell-completion") or a.startswith("--shell-completion=") for a in argv)
+    sys.argv = ["pcr-ray" if completing else f"pcr-ray {name}", *argv]  # Hydra's script completes `pcr-ray`
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors (rather than printing a traceback): see below
     try:
         app()
@@ -105,11 +107,30 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
     return max(statuses, default=0)
 
 
-def hydra_command(name: str, config_name: str, run: Job, usage: str) -> Callable[[Sequence[str] | None], int]:
-    """The `main(argv) -> int` of `pcr-ray NAME [key=value ...]`: run_hydra with these settings."""
+@dataclass(frozen=True)
+class HydraCommand:
+    """`pcr-ray NAME [key=value ...]`: a Hydra app over conf/<config_name>.yaml whose jobs run `run`.
 
-    def main(argv: Sequence[str] | None = None) -> int:
-        return run_hydra(name, config_name, sys.argv[1:] if argv is None else argv, run, usage)
+    `preset` overrides go before the user's (demo: experiment=demo); `teardown` runs once the app has finished
+    (evaluate: stop the Ray that every run of a sweep shared)."""
 
-    main.__doc__ = f"`pcr-ray {name} [key=value ...]` (Hydra app over conf/{config_name}.yaml)."
-    return main
+    name: str
+    config_name: str
+    run: Job
+    usage: str
+    preset: tuple[str, ...] = ()
+    teardown: Callable[[], Any] | None = None
+
+    def __call__(self, argv: Sequence[str] | None = None) -> int:
+        args = [*self.preset, *(sys.argv[1:] if argv is None else argv)]
+        try:
+            return run_hydra(self.name, self.config_name, args, self.run, self.usage)
+        finally:
+            if self.teardown is not None:
+                self.teardown()
+
+
+def hydra_command(name: str, config_name: str, run: Job, usage: str, *, preset: Sequence[str] = (),
+                  teardown: Callable[[], Any] | None = None) -> HydraCommand:
+    """The `main(argv) -> int` of `pcr-ray NAME [key=value ...]` (HydraCommand)."""
+    return HydraCommand(name, config_name, run, usage, tuple(preset), teardown)
