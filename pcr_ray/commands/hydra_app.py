@@ -34,10 +34,10 @@ def compose_config(config_name: str, overrides: Sequence[str] = ()) -> dict[str,
     return configs.to_plain(configs.compose(config_name, overrides))
 
 
-def help_text(config_name: str, usage: str) -> str:
-    """A command's `--help`: its usage, Hydra's flags and the composed config."""
+def help_text(config_name: str, usage: str, overrides: Sequence[str] = ()) -> str:
+    """A command's `--help`: its usage, Hydra's flags and the config composed with the overrides given."""
     try:
-        config = OmegaConf.to_yaml(compose_config(config_name))
+        config = OmegaConf.to_yaml(compose_config(config_name, overrides))
     except Exception as exc:  # noqa: BLE001  (help still prints when the config does not compose)
         config = f"(cannot compose the config: {exc})\n"
     return f"{usage.rstrip()}\n\n{HYDRA_FLAGS}\n\nconfig (conf/{config_name}.yaml):\n{config}"
@@ -72,7 +72,7 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
     """`pcr-ray NAME ARGV` as a Hydra app over conf/<config_name>.yaml running `run`; the exit status."""
     argv = list(argv)
     if any(a in ("-h", "--help") for a in argv):
-        print(help_text(config_name, usage))
+        print(help_text(config_name, usage, [a for a in argv if not a.startswith("-")]))
         return 0
     statuses: list[int] = []
     started: list[bool] = []
