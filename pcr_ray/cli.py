@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 
 from pcr_ray import logs
+from pcr_ray.commands import completion
 
-# name -> (module:function, one-line help). Hydra apps take `key=value` overrides after their arguments.
+# name -> (module:function, one-line help). The Hydra apps (pcr_ray.commands.hydra_app) take `key=value` overrides
+# after their arguments; the others are argparse programs.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "verify": ("pcr_ray.commands:verify_main", "verify a trace JSON file and print the verdict"),
-    "schema": ("pcr_ray.commands:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
-    "primitives": ("pcr_ray.commands:primitives_main", "list the registered primitives (--markdown for the docs)"),
-    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
+    "verify": ("pcr_ray.commands.core:verify_main", "verify a trace JSON file and print the verdict"),
+    "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
+    "primitives": ("pcr_ray.commands.core:primitives_main", "list the registered primitives (--markdown for the docs)"),
+    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]` (Hydra app)"),
     "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
@@ -21,12 +24,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
                         "the listwise PRM recipe end to end: pairs, rounds of mined lists, search benchmark"),
     "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
-    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
+    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method (Hydra app)"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
-    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits, what would"),
+    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits (Hydra app)"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
-    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
+    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method (Hydra app)"),
     "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured here, beside its number"),
 }
 
@@ -34,7 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def usage() -> str:
     lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<15} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`pcr-ray COMMAND --help` shows a command's own help; `pcr-ray --version` the version."]
+    lines += ["", "`pcr-ray COMMAND --help` shows a command's help; `pcr-ray --version` the version.",
+              "A Hydra app takes key=value overrides, -m to sweep comma-separated values, --cfg job for its config."]
     return "\n".join(lines)
 
 
@@ -48,21 +52,27 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"pcr-ray {version('pcr_ray')}")
         return 0
+    if completion.is_completion(argv):
+        return completion.shell_completion(argv, list(COMMANDS), load)
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"pcr-ray: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     logs.setup()  # the library's progress and warnings on stderr (a Hydra app switches to its job logging)
-    target, _ = COMMANDS[name]
-    module, _, func = target.partition(":")
     try:
-        fn = getattr(importlib.import_module(module), func)
+        fn = load(name)
     except ImportError as exc:
-        print(f"pcr-ray {name}: cannot import {module}: {exc}. Is the package installed with its extras "
+        print(f"pcr-ray {name}: cannot import {COMMANDS[name][0]}: {exc}. Is the package installed with its extras "
               f"(`make venv`)?", file=sys.stderr)
         return 2
     rc = fn(rest)
     return int(rc or 0)
+
+
+def load(name: str) -> Callable[[list[str]], int]:
+    """The main(argv) -> int of the command `name` (its module imported)."""
+    module, _, func = COMMANDS[name][0].partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 if __name__ == "__main__":

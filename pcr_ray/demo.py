@@ -13,25 +13,20 @@ import os
 import sys
 import time
 
-from pcr_ray.evaluate import compose_config, evaluate, shutdown_ray
+from omegaconf import DictConfig
+
+from pcr_ray.commands.hydra_app import hydra_command
+from pcr_ray.evaluate import evaluate, shutdown_ray
 from pcr_ray.pipeline.metrics import error_table, markdown_table
 from pcr_ray.pipeline.stats import paired_table
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the demo; 0 on success."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
+def run_demo(cfg: DictConfig) -> None:
+    """The demo's job: the evaluation, then its tables."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     t0 = time.time()
-    cfg = compose_config(["experiment=demo", *argv])
-    try:
-        out = evaluate(cfg)
-    finally:
-        shutdown_ray()
+    out = evaluate(cfg)
     m = json.loads((out / "metrics.json").read_text())
     print()
     print(f"pcr_ray demo: {m['n_problems']} problems, {len(m['methods'])} methods, {time.time() - t0:.0f} s")
@@ -46,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"results: {out / 'results.parquet'}")
     print(f"report:  {out / 'report.html'}")
-    return 0
+
+
+main = hydra_command("demo", "evaluate", run_demo, __doc__, preset=("experiment=demo",), teardown=shutdown_ray)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import check, compose
 from pcr_ray.configs import to_plain as _plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
-from pcr_ray.paths import conf_dir, runs_dir
+from pcr_ray.paths import runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.prm.build import checkpoint_path
 
@@ -202,32 +203,16 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry (`pcr-ray evaluate [overrides]`, `-m` for a sweep)."""
-    import hydra
+def run_and_summarize(cfg: DictConfig) -> None:
+    """One job of `pcr-ray evaluate`: the evaluation, then its tables."""
+    _print_summary(evaluate(cfg))
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    saved = sys.argv
-    sys.argv = ["pcr-ray evaluate", *argv]
-    failed: list[BaseException] = []
 
-    @hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
-    def _app(cfg: DictConfig) -> None:
-        try:
-            out = evaluate(cfg)
-        except Exception as exc:
-            failed.append(exc)
-            raise
-        _print_summary(out)
-
-    try:
-        _app()
-    except SystemExit as exc:
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
-    finally:
-        sys.argv = saved
-        shutdown_ray()
-    return 1 if failed else 0
+USAGE = ("usage: pcr-ray evaluate [key=value ...]\n\nThe evaluation of conf/evaluate.yaml (an experiment, a dataset, "
+         "methods) through the Ray Data pipeline;\nthe run directory gets results.parquet, metrics.json, report.html "
+         "and config.yaml. e.g.\n" + __doc__.split("\n\n")[1])
+# a sweep's runs share one Ray, stopped once the last has finished
+main = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE, teardown=shutdown_ray)
 
 
 def _print_summary(out: Path) -> None:

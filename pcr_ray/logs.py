@@ -2,8 +2,8 @@
 WARNING and up, to stderr as plain lines.
 
 Library modules log through `logging.getLogger(__name__)` and configure nothing; `pcr-ray` calls `setup()`
-before a command. A Hydra app (`evaluate`, `serve`) then replaces the handler with Hydra's job logging, which
-keeps pcr_ray's level.
+before a command. A Hydra command (pcr_ray.commands.hydra_app) then replaces the handler with Hydra's job
+logging, which keeps pcr_ray's level.
 """
 
 from __future__ import annotations

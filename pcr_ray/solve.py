@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.commands.hydra_app import run_hydra
 from pcr_ray.search import METHODS, SearchConfig, SearchProblem, SearchResult, target_unit_of
 
 SEARCH_METHODS = METHODS  # nsprm, prm_only, verifier_only, greedy, best_of_n, dvts
@@ -24,13 +25,20 @@ SEARCH_METHODS = METHODS  # nsprm, prm_only, verifier_only, greedy, best_of_n, d
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The solve config (conf/solve.yaml + overrides), composed and checked, as a plain dict."""
     from pcr_ray.configs import compose as compose_checked
+
+    return sized_for_one_problem(compose_checked("solve", overrides), overrides)
+
+
+def sized_for_one_problem(cfg: Any, overrides: Sequence[str]) -> dict[str, Any]:
+    """A checked solve config as a plain dict, the enumerator's cap set to `enumerator_cap` unless an override
+    sets generator.cap: sized for one problem (a benchmark's enumerator cap is larger)."""
     from pcr_ray.configs import to_plain
 
-    cfg = to_plain(compose_checked("solve", overrides))
+    cfg = to_plain(cfg)
     gen = cfg["generator"]
     if gen.get("kind") == "enumerate" and not any(o.startswith(("generator.cap=", "+generator.cap="))
                                                   for o in overrides):
-        gen["cap"] = int(cfg["enumerator_cap"])  # sized for one problem; a benchmark's enumerator cap is larger
+        gen["cap"] = int(cfg["enumerator_cap"])
     return cfg
 
 
@@ -131,7 +139,7 @@ def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: A
 
 
 def main(argv: list[str]) -> int:
-    """`pcr-ray solve "TEXT" [key=value ...]`."""
+    """`pcr-ray solve "TEXT" [key=value ...]` (a Hydra app over conf/solve.yaml after the text)."""
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
@@ -145,19 +153,17 @@ def main(argv: list[str]) -> int:
         print("pcr-ray solve: the first argument is the problem text (quote it), then key=value overrides",
               file=sys.stderr)
         return 2
-    try:
-        cfg = compose(overrides)
-        res, report = solve(text, cfg, verbose=verbose)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"pcr-ray solve: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # Hydra override errors and the like: one clear line, no traceback
-        if type(exc).__module__.startswith(("hydra", "omegaconf")):
-            print(f"pcr-ray solve: bad override: {exc}".splitlines()[0], file=sys.stderr)
+
+    def job(cfg: Any) -> int:
+        try:
+            res, report = solve(text, sized_for_one_problem(cfg, overrides), verbose=verbose)
+        except (ValueError, FileNotFoundError, RuntimeError) as exc:  # bad input: exit 2, as documented
+            print(f"pcr-ray solve: {exc}", file=sys.stderr)
             return 2
-        raise
-    print(report)
-    return 0 if res.answer_value is not None else 1
+        print(report)
+        return 0 if res.answer_value is not None else 1
+
+    return run_hydra("solve", "solve", overrides, job, __doc__.strip())
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
+from pcr_ray.commands.hydra_app import compose_config
 from pcr_ray.pipeline.eval_prm import scorer_placement
-from pcr_ray.pipeline.listwise_rounds import RecipeStep, main, parser, recipe, run_recipe
-from pcr_ray.pipeline.make_pairs import compose_config
+from pcr_ray.pipeline.listwise_rounds import main, parser, recipe
+from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs"}
 
@@ -93,7 +94,7 @@ def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys) -> None:
     (tmp_path / "pairs_lw" / "summary.json").write_text("{}")
     (tmp_path / "lw1").mkdir()
     (tmp_path / "lw1" / "prm.json").write_text("{}")
-    assert run_recipe(steps, dry_run=True) == 0
+    assert run_recipe(steps, dry_run=True, label="listwise-rounds") == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[listwise-rounds")]
     assert [("skipped" in ln) for ln in lines] == [True, True, False, False]
     assert not (tmp_path / "pairs_mlw1").exists()  # a dry run makes nothing

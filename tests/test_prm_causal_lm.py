@@ -156,12 +156,8 @@ def test_serve_scores_a_trace_with_a_causal_lm_prm(qwen_prm):
 
 
 def test_the_first_error_benchmark_scores_with_a_causal_lm_prm(qwen_prm):
-    """benchmarks/bench_first_error.py --prm prm=qwen_math_prm_7b ...: its step scores come from that PRM."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from bench_first_error import step_scores
-
+    """pcr_ray.bench.first_error --prm prm=qwen_math_prm_7b ...: its step scores come from that PRM."""
+    from pcr_ray.bench.first_error import step_scores
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.negatives.first_error import BenchConfig, build_bench
 

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from pcr_ray.pipeline.make_pairs import compose_config
+from pcr_ray.commands.hydra_app import compose_config
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 READMES = [ROOT / "README.md", ROOT / "cluster" / "README.md"]
 RESULTS = ROOT / "benchmarks" / "results"
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs", "eval-prm": "eval_prm",
-           "evaluate": "evaluate", "serve": "serve", "data": "data", "solve": "solve"}
+           "evaluate": "evaluate", "serve": "serve", "data": "data", "solve": "solve", "sft": "sft",
+           "demo": "evaluate"}
 MODULE_APPS = {"pcr_ray.evaluate": "evaluate"}  # `python -m pcr_ray.evaluate ...` (as in `ray job submit ... --`)
 PATH_ROOTS = ("pcr_ray/", "benchmarks/", "tests/", "cluster/", "docs/")
 
@@ -43,6 +44,8 @@ def _app_args(words: list[str]) -> tuple[str, list[str]] | None:
             args = args[1:] if args[:1] == ["build"] else args
         if app == "solve":
             args = args[1:]  # the problem text
+        if app == "demo":
+            args = ["experiment=demo", *args]
         return app, args
     for i in range(len(words) - 2):
         if words[i : i + 2] == ["python", "-m"] and words[i + 2] in MODULE_APPS:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 
-from pcr_ray.commands import primitives_markdown
+from pcr_ray.commands.core import primitives_markdown
 from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.trace import step_json_schema, trace_json_schema
 from tests.gold_traces import GOLD

@@ -114,7 +114,7 @@ def test_verify_is_the_verifiers_verdict(client, name: str) -> None:
 
 
 def test_verify_matches_cli_json(client, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pcr_ray.commands import verify_main
+    from pcr_ray.commands.core import verify_main
 
     for name in ("valid", "arithmetic_error"):
         path = tmp_path / f"{name}.json"

@@ -1,16 +1,16 @@
 """`pcr-ray data build [overrides]`: one problems parquet per data set, with counts, conversion rates and
-extraction accuracy printed and written to a stats JSON. Config: conf/data.yaml (Hydra compose API)."""
+extraction accuracy printed and written to a stats JSON. Config: conf/data.yaml (a Hydra app)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import run_hydra
 from pcr_ray.data.problem import Problem
 from pcr_ray.paths import cache_dir
 
@@ -140,21 +140,8 @@ def _print_entry(name: str, e: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`pcr-ray data build [overrides]`."""
-    if not argv or argv[0] in ("-h", "--help", "help") or argv[0] != "build" or "--help" in argv[1:] \
-            or "-h" in argv[1:]:
+    """`pcr-ray data build [overrides]` (a Hydra app over conf/data.yaml)."""
+    if not argv or argv[0] != "build":
         print(USAGE)
-        return 0 if argv and argv[0] in ("-h", "--help", "help") or "--help" in argv or "-h" in argv else 2
-    from pcr_ray.configs import compose
-
-    try:
-        cfg = compose("data", argv[1:])
-    except Exception as exc:  # bad override syntax, unknown key, ...
-        print(f"pcr-ray data build: bad configuration: {exc}", file=sys.stderr)
-        return 2
-    try:
-        build(cfg)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"pcr-ray data build: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return 0 if argv and argv[0] in ("-h", "--help", "help") else 2
+    return run_hydra("data build", "data", argv[1:], build, USAGE)

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
 from pcr_ray.paths import cache_dir
-from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
+from pcr_ray.pipeline.make_pairs import default_pairs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 from pcr_ray.pipeline.stats import auroc
@@ -236,9 +237,7 @@ e.g.  pcr-ray eval-prm                                    # the cached CSP PRM o
       pcr-ray eval-prm prm.checkpoint=/path/to/ckpt split=validation"""
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of `pcr-ray eval-prm`."""
-    return hydra_main(CONFIG_NAME, argv, eval_prm, USAGE)
+main = hydra_command("eval-prm", CONFIG_NAME, eval_prm, USAGE)
 
 
 if __name__ == "__main__":

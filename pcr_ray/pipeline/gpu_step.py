@@ -1,17 +1,15 @@
-"""`python -m pcr_ray.pipeline.gpu_step SCRIPT [ARGS ...]`: run a repository script on a GPU node of the cluster.
+"""`python -m pcr_ray.pipeline.gpu_step MODULE [ARGS ...]`: run `python -m MODULE ARGS` on a GPU node of the cluster.
 
 A recipe's driver runs on the head, which has no GPU on the shipped clusters; a step that needs one (the
-listwise recipe's search benchmark with `--gpus N`) runs here instead: a Ray task that reserves one GPU runs
-`python SCRIPT ARGS` on that node, SCRIPT relative to the checkout that node imports pcr_ray from (the job's
-working directory), and its output and exit status come back to the driver. Its paths (checkpoints, --out) must
-be on storage both nodes see.
+listwise recipe's search benchmark, pcr_ray.bench.search_methods, with `--gpus N`) runs here instead: a Ray task
+that reserves one GPU runs `python -m MODULE ARGS` on that node with the pcr_ray it imports, and its output and
+exit status come back to the driver. Its paths (checkpoints, --out) must be on storage both nodes see.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import ray
 
@@ -19,12 +17,9 @@ from pcr_ray.pipeline.ray_runtime import init_ray
 
 
 @ray.remote(num_gpus=1)
-def run_on_gpu(script: str, args: list[str]) -> tuple[int, str, str]:
-    """`python SCRIPT ARGS` on this (GPU) node: (exit status, node address, output)."""
-    import pcr_ray
-
-    root = Path(pcr_ray.__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, str(root / script), *args], cwd=root, capture_output=True, text=True)
+def run_on_gpu(module: str, args: list[str]) -> tuple[int, str, str]:
+    """`python -m MODULE ARGS` on this (GPU) node: (exit status, node address, output)."""
+    proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True)
     return proc.returncode, ray.util.get_node_ip_address(), proc.stdout + proc.stderr
 
 

@@ -6,7 +6,7 @@ epoch on them from it), then the search benchmark on 100 physics problems of see
   make-pairs search_per_kind=8            -> OUT/pairs_lw
   train-prm train.loss=listwise           -> OUT/lw1
   round r = 1..R: mine-pairs with lw<r>   -> OUT/pairs_mlw<r>;  train-prm from lw<r> -> OUT/lw<r+1>
-  benchmarks/bench_search_methods.py      -> OUT/seed13_lw<R+1>.json (and <cache>/bench/, with per-problem records)
+  pcr_ray.bench.search_methods            -> OUT/seed13_lw<R+1>.json (and <cache>/bench/, with per-problem records)
 
 Each step is one `pcr-ray` command in its own process (so each joins, or starts, its own Ray); a step whose
 output is complete (a checkpoint's prm.json, a pairs summary) is skipped, so a rerun resumes where it stopped
@@ -18,17 +18,14 @@ paper's backbone: `--prm deberta_v3_base`); without it, the CPU recipe (int8 min
 from __future__ import annotations
 
 import argparse
-import shlex
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
+from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 
 
 def _hydra_list(kinds: Sequence[str]) -> str:
@@ -38,19 +35,6 @@ def _hydra_list(kinds: Sequence[str]) -> str:
 LISTWISE_KINDS = _hydra_list(CSP_KINDS + SEARCH_KINDS)  # the verifier-passing kinds of make-pairs
 MINED_LISTS = _hydra_list(MINED_KINDS)  # mine-pairs' kinds: the mined lists alone
 FIRST_MINING_SEED = 7919  # make-pairs' physics seed; later rounds take 7921, 7923, ... (new problems each round)
-
-
-@dataclass(frozen=True)
-class RecipeStep:
-    """One command of the recipe, and the file whose presence says it has finished."""
-
-    name: str
-    argv: tuple[str, ...]
-    done_when: Path
-    mkdirs: tuple[Path, ...] = ()
-
-    def shell(self) -> str:
-        return shlex.join(self.argv)
 
 
 def _attention(args: argparse.Namespace) -> str:
@@ -124,45 +108,15 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
     if args.eval_problems > 0:
         final = out / f"lw{args.rounds + 1}"
         name = args.name or f"seed13_lw{args.rounds + 1}"
-        bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_search_methods.py"
-        if not bench.exists():
-            raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are "
-                                    f"not installed with the package), or pass --eval-problems 0")
         bench_args = ("--physics", str(args.eval_problems), "--gsm8k", "0", "--seed", "13", "--generators", "typed",
                       "--methods", "nsprm", "--typed-cap", str(args.cap), "--checkpoint", str(final),
                       "--name", name, "--out", str(out))
         # with GPUs the benchmark runs on a GPU node (the head has none), else here
-        run = ((sys.executable, "-m", "pcr_ray.pipeline.gpu_step", "benchmarks/bench_search_methods.py",
-                *bench_args, "--device", "cuda", "--bf16") if args.gpus > 0 else (sys.executable, str(bench),
-                                                                                    *bench_args))
+        bench = ("pcr_ray.bench.search_methods", *bench_args)
+        run = ((sys.executable, "-m", "pcr_ray.pipeline.gpu_step", *bench, "--device", "cuda", "--bf16")
+               if args.gpus > 0 else (sys.executable, "-m", *bench))
         steps.append(RecipeStep("search benchmark", run, out / f"{name}.json"))
     return steps
-
-
-def run_recipe(steps: Sequence[RecipeStep], dry_run: bool = False, label: str = "listwise-rounds") -> int:
-    """Run the steps in order, skipping finished ones; stops at the first failure (its exit status).
-    `label` names the command in the progress lines."""
-    for i, step in enumerate(steps, 1):
-        head = f"[{label} {i}/{len(steps)}] {step.name}"
-        if step.done_when.exists():
-            print(f"{head}: done ({step.done_when} exists), skipped", flush=True)
-            continue
-        print(f"{head}:\n  {step.shell()}", flush=True)
-        if dry_run:
-            continue
-        for d in step.mkdirs:
-            d.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        rc = subprocess.call(list(step.argv))
-        if rc != 0:
-            print(f"{head}: failed with exit status {rc} after {time.perf_counter() - t0:.0f} s; fix it and rerun "
-                  f"the same command: finished steps are skipped", file=sys.stderr, flush=True)
-            return rc
-        if not step.done_when.exists():
-            print(f"{head}: exited 0 but wrote no {step.done_when}", file=sys.stderr, flush=True)
-            return 1
-        print(f"{head}: done in {time.perf_counter() - t0:.0f} s", flush=True)
-    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -211,12 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, key) < 1:
             print(f"pcr-ray listwise-rounds: --{key.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
-    try:
-        steps = recipe(args)
-    except FileNotFoundError as exc:
-        print(f"pcr-ray listwise-rounds: {exc}", file=sys.stderr)
-        return 2
-    return run_recipe(steps, dry_run=args.dry_run)
+    return run_recipe(recipe(args), dry_run=args.dry_run, label="listwise-rounds")
 
 
 if __name__ == "__main__":

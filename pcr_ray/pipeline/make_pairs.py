@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
 from pcr_ray.paths import cache_dir
@@ -175,39 +175,6 @@ def format_summary(s: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def compose_config(config_name: str, overrides: Sequence[str]) -> dict[str, Any]:
-    """The config `config_name` with overrides, composed and checked (pcr_ray.configs), as a plain dict."""
-    from pcr_ray.configs import compose, to_plain
-
-    return to_plain(compose(config_name, overrides))
-
-
-def hydra_main(config_name: str, argv: Sequence[str], run: Any, usage: str) -> int:
-    """Shared main(argv) of the Hydra entry points: --help, compose, run; errors become one line and rc 1/2."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(usage)
-        try:
-            from omegaconf import OmegaConf
-
-            print(f"\nconfig (conf/{config_name}.yaml):\n{OmegaConf.to_yaml(compose_config(config_name, []))}")
-        except Exception as exc:  # noqa: BLE001
-            print(f"(cannot compose the config: {exc})")
-        return 0
-    try:
-        cfg = compose_config(config_name, argv)
-    except Exception as exc:  # noqa: BLE001  (hydra's override/compose errors)
-        # hydra's message, with its hint line ("To append to your config use +key=...") when it has one
-        lines = [ln for ln in str(exc).splitlines() if ln.strip()][:2]
-        print(f"pcr-ray {config_name.replace('_', '-')}: bad configuration: " + "\n  ".join(lines), file=sys.stderr)
-        return 2
-    try:
-        run(cfg)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"pcr-ray {config_name.replace('_', '-')}: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
 USAGE = """usage: pcr-ray make-pairs [key=value ...]
 
 Gold traces -> CSP (principle swap, variable substitution) and random-perturbation pairs, with Ray Data,
@@ -215,6 +182,4 @@ written as parquet train/validation/test splits (by problem) to out_dir (default
 e.g.  pcr-ray make-pairs sources='[{name: physics, kwargs: {n: 500, seed: 7919}}]' csp_per_kind=2"""
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of `pcr-ray make-pairs`."""
-    return hydra_main(CONFIG_NAME, argv, make_pairs, USAGE)
+main = hydra_command("make-pairs", CONFIG_NAME, make_pairs, USAGE)

@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.mined import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
 from pcr_ray.negatives.pairs import SPLITS, split_of
 from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, scorer_placement
-from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main, problem_rows
+from pcr_ray.pipeline.make_pairs import default_pairs_dir, problem_rows
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 
@@ -165,9 +166,7 @@ e.g.  pcr-ray mine-pairs prm.checkpoint=.cache/prm_full/csp3 limit_per_split=150
       pcr-ray train-prm train.init_from=.cache/prm_full/csp3 'kind_weights={mined_answer_timing:8}'"""
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of `pcr-ray mine-pairs`."""
-    return hydra_main(CONFIG_NAME, argv, mine_pairs, USAGE)
+main = hydra_command("mine-pairs", CONFIG_NAME, mine_pairs, USAGE)
 
 
 if __name__ == "__main__":

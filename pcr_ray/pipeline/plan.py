@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import run_hydra
+
 EPS = 1e-9
 
 
@@ -316,11 +318,12 @@ lands, and the settings that make it fit. Without --shape or --address: against 
 shapes: """ + ", ".join(SHAPES)
 
 
+# a plan reads the evaluate config and writes nothing: no run folder, no log file
+READ_ONLY = ("hydra.run.dir=.", "hydra.output_subdir=null", "hydra/job_logging=stdout")
+
+
 def main(argv: list[str]) -> int:
     """Entry point of `pcr-ray plan`: exit 0 when the plan fits every shape asked about, 1 when not."""
-    from pcr_ray.configs import to_plain
-    from pcr_ray.evaluate import compose_config
-
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
         return 0
@@ -337,12 +340,23 @@ def main(argv: list[str]) -> int:
     if shape and shape not in SHAPES:
         print(f"pcr-ray plan: unknown shape {shape!r}; known: {', '.join(SHAPES)}", file=sys.stderr)
         return 2
-    try:
-        cfg = to_plain(compose_config(overrides))
-        pool_list = pools(cfg)
-    except (ValueError, KeyError) as exc:
-        print(f"pcr-ray plan: {exc}", file=sys.stderr)
-        return 2
+
+    def job(cfg: Any) -> int:
+        from pcr_ray.configs import to_plain
+
+        try:
+            pool_list = pools(to_plain(cfg))
+        except (ValueError, KeyError) as exc:
+            print(f"pcr-ray plan: {exc}", file=sys.stderr)
+            return 2
+        return 0 if show_plan(pool_list, shape, address) else 1
+
+    return run_hydra("plan", "evaluate", [*READ_ONLY, *overrides], job, USAGE)
+
+
+def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None) -> bool:
+    """Print the plan against the shape asked for (the cluster at `address`, or every named shape); whether it
+    fits every one."""
     if address:
         from pcr_ray.pipeline.ray_runtime import init_ray
 
@@ -355,7 +369,7 @@ def main(argv: list[str]) -> int:
         placement = place(pool_list, nodes)
         ok &= placement.fits
         print(format_plan(pool_list, nodes, placement, title=f"== {name}"))
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

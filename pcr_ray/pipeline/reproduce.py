@@ -1,7 +1,7 @@
 """`pcr-ray reproduce`: every claim of the paper measured by one command, beside the paper's number.
 
 Runs one `pcr-ray` command (or benchmark script) per measurement, each in its own process, skipping the steps
-whose output is already there (pcr_ray.pipeline.listwise_rounds' RecipeStep / run_recipe), then reads their
+whose output is already there (pcr_ray.pipeline.recipe), then reads their
 outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
 number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
 that measured it. `--scale cpu` (the default) is this machine's scale (31 minutes on 2 cores, the two quick PRMs'
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.bench.records import git_revision, machine_info
 from pcr_ray.negatives.csp import CSP_KINDS
-from pcr_ray.pipeline.listwise_rounds import RecipeStep, run_recipe
+from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 from pcr_ray.pipeline.stats import wilson
 
 PCR = (sys.executable, "-m", "pcr_ray.cli")
@@ -167,13 +168,10 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
                                                      f"pairs_dir={pairs}", "split=test",
                                                      f"out={out / f'eval_prm_{kind}.json'}"),
                                 out / f"eval_prm_{kind}.json"))
-    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_first_error.py"
-    if not bench.exists():
-        raise FileNotFoundError(f"{bench} not found: run from a checkout of the repository (the benchmarks are not "
-                                f"installed with the package)")
     ck = args.checkpoint_csp
     sizes = ("--physics", str(max(20, _n(args, sc.bench_physics))), "--gsm8k", str(max(20, _n(args, sc.bench_gsm8k))))
-    steps.append(RecipeStep("first_error", (sys.executable, str(bench), *sizes, "--out", str(out / "first_error"),
+    steps.append(RecipeStep("first_error", (sys.executable, "-m", "pcr_ray.bench.first_error", *sizes,
+                                            "--out", str(out / "first_error"),
                                             "--name", "first_error",
                                             *(["--checkpoint", str(Path(ck).resolve())] if ck else [])),
                             out / "first_error" / "first_error.json"))
@@ -440,24 +438,7 @@ def first_error_claims(out: Path) -> list[dict[str, Any]]:
 
 def provenance() -> dict[str, Any]:
     """The machine (platform, CPUs, CPU model) and the git revision of the code writing the report."""
-    import os
-    import platform
-    import subprocess
-
-    machine: dict[str, Any] = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                               "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            machine["cpu_model"] = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    root = Path(__file__).resolve().parents[2]
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        rev = "unknown"
-    return {"machine": machine, "git_revision": rev}
+    return {"machine": machine_info(), "git_revision": git_revision()}
 
 
 def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> dict[str, Any]:
@@ -565,11 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if getattr(args, f"checkpoint_{kind}") is None:
                 setattr(args, f"checkpoint_{kind}", str(cache_dir() / "prm" / f"deberta_{kind}"))
     out = Path(args.out).expanduser().resolve()
-    try:
-        steps = recipe(args)
-    except FileNotFoundError as exc:
-        print(f"pcr-ray reproduce: {exc}", file=sys.stderr)
-        return 2
+    steps = recipe(args)
     wanted = [n for n in args.steps.split(",") if n]
     unknown = sorted(set(wanted) - {s.name for s in steps})
     if unknown:

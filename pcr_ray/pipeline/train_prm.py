@@ -23,10 +23,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
 from pcr_ray.paths import cache_dir, is_uri, put_folder
-from pcr_ray.pipeline.make_pairs import default_pairs_dir, hydra_main
+from pcr_ray.pipeline.make_pairs import default_pairs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
@@ -314,9 +315,7 @@ e.g.  pcr-ray train-prm                                   # NS-PRM (CSP pairs), 
 Rerunning with the same run_name resumes from the last epoch checkpoint (resume=false starts over)."""
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of `pcr-ray train-prm`."""
-    return hydra_main(CONFIG_NAME, argv, train_prm, USAGE)
+main = hydra_command("train-prm", CONFIG_NAME, train_prm, USAGE)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.paths import cache_dir
+from pcr_ray.paths import PACKAGE_DIR, cache_dir
 from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ _DIGESTS: dict[str, str] = {}
 def code_digest() -> str:
     """A digest of the Python source of CODE_FILES (once per process)."""
     if "code" not in _DIGESTS:
-        root = Path(__file__).resolve().parents[1]
+        root = PACKAGE_DIR
         h = hashlib.sha256()
         for pattern in CODE_FILES:
             for f in sorted(root.glob(pattern)):

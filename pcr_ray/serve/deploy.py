@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from omegaconf import DictConfig
 from ray import serve
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
@@ -301,22 +302,9 @@ def run(cfg: DictConfig | Mapping[str, Any], *, block: bool = True) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
-    """`pcr-ray serve [key=value ...]` (Hydra app over conf/serve.yaml)."""
-    import hydra
+USAGE = """usage: pcr-ray serve [key=value ...]
 
-    from pcr_ray.paths import conf_dir
+The Ray Serve scoring endpoint (/v1/score, /v1/verify; OpenAPI docs at /docs) over conf/serve.yaml, served until
+Ctrl-C. e.g.  pcr-ray serve port=8000 prm.checkpoint=/path/to/prm"""
 
-    result = {"rc": 0}
-
-    @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
-    def _app(cfg: DictConfig) -> None:
-        result["rc"] = run(cfg)
-
-    saved = sys.argv
-    sys.argv = ["pcr-ray-serve", *argv]
-    try:
-        _app()
-    finally:
-        sys.argv = saved
-    return result["rc"]
+main = hydra_command("serve", "serve", run, USAGE)

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.paths import cache_dir, is_uri, put_folder
-from pcr_ray.pipeline.make_pairs import hydra_main
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.train_prm import fit_and_release
 from pcr_ray.prm.checkpoints import install_checkpoint
@@ -107,9 +107,7 @@ e.g.  pcr-ray sft                                            # the CPU recipe (S
       pcr-ray sft sft_recipe=qwen_math_1_5b_lora scaling.num_workers=4 scaling.use_gpu=true output=/mnt/shared/sft"""
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of `pcr-ray sft`."""
-    return hydra_main("sft", argv, sft, USAGE)
+main = hydra_command("sft", "sft", sft, USAGE)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
-from pcr_ray.paths import build_once, cache_dir
+from pcr_ray.paths import PACKAGE_DIR, build_once, cache_dir
 from pcr_ray.sft.train import LOOP_VERSION, RECIPE_FILE, SFTRecipe
 
 QUICK_RECIPES = ("tiny", "test")  # conf/sft_recipe/<name>.yaml
@@ -44,7 +44,7 @@ def recipe_from_config(rcfg: dict) -> SFTRecipe:
 def _key(recipe: SFTRecipe) -> str:
     from pcr_ray.sft.corpus import gsm8k_train_found
 
-    root = Path(__file__).resolve().parents[1]
+    root = PACKAGE_DIR
     data = {"gsm8k_train": bool(recipe.gsm8k_train) and gsm8k_train_found(), "loop": LOOP_VERSION}
     h = hashlib.sha256(json.dumps([recipe.to_dict(), data], sort_keys=True).encode())
     for pattern in _CODE:

@@ -1,4 +1,4 @@
-"""Core subcommands that need neither Ray nor torch: verify, schema, primitives."""
+"""The commands whose options are not a Hydra config: verify, schema, primitives (argparse; no Ray, no torch)."""
 
 from __future__ import annotations
 
