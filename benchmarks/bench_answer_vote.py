@@ -8,8 +8,8 @@ one when they state the same quantity (the search's `answer_quantity`: dimension
 run (seconds); writes <cache>/bench/NAME.json
 (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
-    .venv/bin/python benchmarks/bench_answer_vote.py search_settings/seed13_listwise3_min_roles \
-        search_settings/seed13_listwise3_min_roles_enum1 search_settings/seed13_listwise3_min_roles_enum2
+    .venv/bin/python benchmarks/bench_answer_vote.py search_settings/seed13_pair_lw3 \
+        search_settings/seed13_pair_lw3_enum1 search_settings/seed13_pair_lw3_enum2
 """
 
 from __future__ import annotations

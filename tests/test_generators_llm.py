@@ -66,7 +66,7 @@ def test_vllm_output_handling_and_missing_engine() -> None:
         import vllm  # noqa: F401
     except ImportError:
         with pytest.raises(RuntimeError, match="vLLM is not installed"):
-            gen._engine()
+            gen.engine()
 
 
 def test_parse_givens_output_drops_bad_entries() -> None:

@@ -49,7 +49,7 @@ def _kill_leftovers(pids: list[int]) -> None:
 
 
 def test_sigkilled_evaluate_resumes_with_every_row_once_and_a_truncated_shard_rerun(
-        ray_session, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        ray_session, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     prm = tiny_checkpoint(tmp_path / "prm")
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -87,12 +87,11 @@ def test_sigkilled_evaluate_resumes_with_every_row_once_and_a_truncated_shard_re
     data = cut.read_bytes()
     cut.write_bytes(data[: len(data) // 2])
     done_before = len({(r["problem_id"], r["method"]) for p in shards[:-1] for r in pq.read_table(p).to_pylist()})
-    capsys.readouterr()
+    caplog.clear()
 
     evaluate(compose_config(_overrides(run, prm)))
-    out = capsys.readouterr().out
-    warned = [ln for ln in out.splitlines() if cut.name in ln]
-    assert len(warned) == 1 and "unreadable" in warned[0] and "run again" in warned[0], out
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and cut.name in r.getMessage()]
+    assert len(warned) == 1 and "unreadable" in warned[0] and "run again" in warned[0], caplog.text
     assert (cut.parent / (cut.name + CORRUPT_SUFFIX)).exists() and not cut.exists()
     rows = read_rows(run)
     keys = [(r["problem_id"], r["method"]) for r in rows]

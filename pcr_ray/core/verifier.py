@@ -325,7 +325,7 @@ def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> Ste
         out_u: UnitInfo = unit_info(step.out.unit)
     except UnitError as exc:
         return _fail(idx, "bad_unit", f"out unit: {exc}")
-    covered = prim.family in state._covered
+    covered = state.is_covered(prim.family)
     arg_dims: dict[str, Dims] = {}
     values: list[Any] = []
     for n, kind, rkind, rdims, rref in pl.params:

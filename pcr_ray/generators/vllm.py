@@ -166,7 +166,7 @@ class VLLMGenerator:
                 self._loop = loop
             return self._loop
 
-    def _engine(self) -> Any:
+    def engine(self) -> Any:
         """The AsyncLLM, built on first use (blocking; call from outside the engine loop)."""
         return self._run(self._get_engine())
 

@@ -113,7 +113,7 @@ class VLLMEngineActor:
 
         self._faults = dict(faults or {})
         self.gen = build_generator(dict(gen_cfg))
-        self.gen._engine()  # start the engine now (minutes on a GPU): callers then wait on generation only
+        self.gen.engine()  # start the engine now (minutes on a GPU): callers then wait on generation only
         self.calls = 0
         self.requests = 0
         self.in_flight = 0

@@ -19,6 +19,7 @@ are never rewritten, and a rerun with the same run directory skips (problem_id, 
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -42,6 +43,8 @@ from pcr_ray.pipeline.records import (
     with_givens,
 )
 from pcr_ray.pipeline.results import ShardWriter, completed_keys
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pcr_ray.search import SearchConfig
@@ -399,13 +402,13 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
             except Exception as exc:  # the dataset failed: keep what was written, rerun the rest smaller
                 msg = f"round {rnd + 1}: {exc_text(exc)}"
                 stats.failures.append(msg)
-                print(f"warning: pipeline {msg}; {len(todo)} rows left")
+                log.warning("[pipeline] %s; %d rows left", msg, len(todo))
             else:
                 if todo:  # batches that failed for good were skipped (max_errored_blocks)
                     msg = (f"round {rnd + 1}: {len(todo)} rows not returned (their batches failed after "
                            f"{int(pcfg.get('worker_max_restarts', 3))} worker restarts)")
                     stats.failures.append(msg)
-                    print(f"warning: pipeline {msg}")
+                    log.warning("[pipeline] %s", msg)
             pending = [it for it in pending if key(it) in todo]
         if pending:
             reason = "failed in every round: " + (stats.failures[-1] if stats.failures else "no result returned")

@@ -9,6 +9,7 @@ method) that appears more than once (a retried error, a resumed run) keeps its l
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -19,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+log = logging.getLogger(__name__)
 
 SHARDS = "shards"
 RESULTS_FILE = "results.parquet"
@@ -171,9 +174,10 @@ def read_shards(run_dir: str | Path, *, set_aside: bool = False) -> pa.Table:
             if set_aside:
                 dest = p.with_name(p.name + CORRUPT_SUFFIX)
                 os.replace(p, dest)
-                print(f"warning: shard {p.name} is unreadable ({why}); moved aside to {dest.name}, its rows run again")
+                log.warning("[results] shard %s is unreadable (%s); moved aside to %s, its rows run again",
+                            p.name, why, dest.name)
             else:
-                print(f"warning: skipping unreadable shard {p.name} ({why})")
+                log.warning("[results] skipping unreadable shard %s (%s)", p.name, why)
     return pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table()
 
 

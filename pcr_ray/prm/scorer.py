@@ -152,7 +152,7 @@ class PRMScorer:
             return build(int8_model, True, known or kernels.forced(int8_kernel, "int8 pinned by the caller"))
         scorers = {True: build(int8_model, True, kernels.forced(int8_kernel, "")),
                    False: build(fp32_model, False, kernels.forced(kernels.FP32, ""))}
-        choice = kernels.choose(int8_kernel, scorers[True]._forward_all, scorers[False]._forward_all, key)
+        choice = kernels.choose(int8_kernel, scorers[True].forward_all, scorers[False].forward_all, key)
         chosen = scorers[choice.kernel == int8_kernel]
         chosen.identity["kernel"] = choice.to_dict()
         return chosen
@@ -168,18 +168,19 @@ class PRMScorer:
         self.calls += 1
         self.pairs_scored += len(pairs)
         if not self.cache.size:
-            return self._forward_all(pairs)
+            return self.forward_all(pairs)
         found, keys = self.cache.lookup(pairs)
         todo: dict[bytes, int] = {}  # key -> index of its first uncached pair (a pair repeated in one call: once)
         for i, (v, k) in enumerate(zip(found, keys, strict=True)):
             if v is None and k not in todo:
                 todo[k] = i
-        fresh = dict(zip(todo, self._forward_all([pairs[i] for i in todo.values()]), strict=True))
+        fresh = dict(zip(todo, self.forward_all([pairs[i] for i in todo.values()]), strict=True))
         self.cache.store(list(fresh), list(fresh.values()))
         return [fresh[k] if v is None else v for v, k in zip(found, keys, strict=True)]
 
-    def _forward_all(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """Logits of these pairs through the model: grouped by context (shared), else sorted by length in passes."""
+    def forward_all(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """Logits of these pairs through the model, the cache bypassed: grouped by context (shared), else sorted by
+        length in passes."""
         if not pairs:
             return []
         if self.shared:

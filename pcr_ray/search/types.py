@@ -1,6 +1,6 @@
 """Verifier-first search over structured traces: config, problems, results, and the `run_search` entry point.
 
-Methods (DESIGN part 5):
+Methods (docs/search.md#methods):
 - `nsprm`: k candidates per beam -> parse -> incremental verification (rejections feed a diagnostic into a
   bounded retry) -> PRM scores the survivors only -> top-B partial traces by an aggregate of step scores.
 - `prm_only`: the same without the verifier filter: every parsed candidate is scored; a step's value is its

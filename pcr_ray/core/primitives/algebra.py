@@ -373,7 +373,7 @@ reg("arithmetic_series_sum", F, [Param("a1"), Param("d", "=a1"), Param("n", D)],
     lambda a1, d, n: n * (2 * a1 + (n - 1) * d) / 2, "n (2 a1 + (n - 1) d) / 2",
     "Sum of the first n terms of an arithmetic sequence.")
 reg("geometric_nth_term", F, [Param("a1"), Param("r", D), Param("n", D)], "=a1",
-    lambda a1, r, n: a1 * ex._fpow(r, n - 1), "a1 r^(n - 1)", "n-th term of a geometric sequence.")
+    lambda a1, r, n: a1 * ex.fpow(r, n - 1), "a1 r^(n - 1)", "n-th term of a geometric sequence.")
 reg("geometric_series_sum", F, [Param("a1"), Param("r", D), Param("n", D)], "=a1",
-    lambda a1, r, n: a1 * n if r == 1 else a1 * (1 - ex._fpow(r, n)) / (1 - r), "a1 (1 - r^n) / (1 - r)",
+    lambda a1, r, n: a1 * n if r == 1 else a1 * (1 - ex.fpow(r, n)) / (1 - r), "a1 (1 - r^n) / (1 - r)",
     "Sum of the first n terms of a geometric sequence.")

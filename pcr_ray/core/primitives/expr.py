@@ -188,7 +188,8 @@ def parse_equation(text: str) -> tuple[Parsed, Parsed]:
 # ---------------------------------------------------------------- float evaluation
 
 
-def _fpow(x: float, y: float) -> float:
+def fpow(x: float, y: float) -> float:
+    """x ** y as a float; DomainError for 0 to a negative power, a negative base to a fractional one, overflow."""
     if x == 0 and y < 0:
         raise DomainError("zero raised to a negative power")
     if x < 0 and y != int(y):
@@ -258,7 +259,7 @@ def evaluate_ir(ir: IR, env: Mapping[str, float]) -> float:
             raise DomainError("modulo by zero")
         out = a % b
     else:
-        out = _fpow(a, b)
+        out = fpow(a, b)
     if not math.isfinite(out):
         raise DomainError("overflow: a value in the expression is not finite")
     return out
