@@ -176,6 +176,24 @@ def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> Non
     assert usage_b[0][0] == usage[0][0] and usage_b[1][0] != usage_b[0][0]
 
 
+def test_hf_generator_groups_requests_by_mode_within_batch_sequences() -> None:
+    from pcr_ray.generators.base import ProposalRequest
+    from pcr_ray.generators.hf import HFGenerator
+
+    gen = HFGenerator.__new__(HFGenerator)  # grouping only: no model
+    reqs = [ProposalRequest(str(i), "p", k=k, mode=m) for i, (k, m) in
+            enumerate([(4, "step"), (4, "step"), (2, "full"), (4, "step"), (8, "step"), (2, "full")])]
+    gen.batch_sequences = 8
+    groups = gen.request_groups(reqs)
+    assert sorted(i for g in groups for i in g) == list(range(len(reqs)))
+    for g in groups:
+        assert len({reqs[i].mode for i in g}) == 1
+        assert sum(reqs[i].k for i in g) <= 8
+    assert [0, 1] in groups and [2, 5] in groups and [4] in groups
+    gen.batch_sequences = 1  # one request per call: its samples depend on it alone
+    assert all(len(g) == 1 for g in gen.request_groups(reqs))
+
+
 def test_generator_folder_without_sft_record_keeps_the_full_prompt(tmp_path: Path) -> None:
     from pcr_ray.generators.llm_common import checkpoint_prompt
 

@@ -68,7 +68,7 @@ class HFGenerator:
         t0 = time.perf_counter()
         out: list[list[str] | None] = [None] * len(requests)
         usage: list[tuple[int, int]] = [(0, 0)] * len(requests)
-        for group in self._groups(requests):
+        for group in self.request_groups(requests):
             for i, texts, use in self._generate([(i, requests[i]) for i in group]):
                 out[i], usage[i] = texts, use
         self.stats.calls += 1
@@ -77,7 +77,7 @@ class HFGenerator:
         self.stats.seconds += time.perf_counter() - t0
         return [t or [] for t in out], usage
 
-    def _groups(self, requests: Sequence[ProposalRequest]) -> list[list[int]]:
+    def request_groups(self, requests: Sequence[ProposalRequest]) -> list[list[int]]:
         """Indices of requests that share a generate call: same mode, at most batch_sequences samples in all."""
         groups: list[list[int]] = []
         open_: dict[str, tuple[list[int], int]] = {}
