@@ -22,6 +22,7 @@ from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search.candidates import check_answer_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
 from pcr_ray.search.selection import Answered, answer_quantity, quantity_key, select_answered
+from pcr_ray.search.strategy import search_strategy
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search.usage import propose_counted
 
@@ -41,6 +42,7 @@ def _parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:
     return trace, ""
 
 
+@search_strategy("best_of_n")
 def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | None,
                   cfg: SearchConfig) -> list[SearchResult]:
     """Sample, verify, score and pick the best verified trace of each problem."""
