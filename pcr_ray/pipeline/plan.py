@@ -320,8 +320,7 @@ shapes: """ + ", ".join(SHAPES)
 
 def main(argv: list[str]) -> int:
     """Entry point of `pcr-ray plan`: exit 0 when the plan fits every shape asked about, 1 when not."""
-    from pcr_ray.configs import to_plain
-    from pcr_ray.evaluate import compose_config
+    from pcr_ray.configs import compose, to_plain
 
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE)
@@ -340,7 +339,7 @@ def main(argv: list[str]) -> int:
         print(f"pcr-ray plan: unknown shape {shape!r}; known: {', '.join(SHAPES)}", file=sys.stderr)
         return 2
     try:
-        cfg = to_plain(compose_config(overrides))
+        cfg = to_plain(compose("evaluate", overrides))
         pool_list = pools(cfg)
     except (ValueError, KeyError) as exc:
         print(f"pcr-ray plan: {exc}", file=sys.stderr)

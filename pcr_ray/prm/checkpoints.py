@@ -45,9 +45,9 @@ DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
 KEEP_VERSIONS = 3  # checkpoints of one recipe name kept for other code or data versions (other checkouts)
-# the source that determines a quick checkpoint: the gold traces and their verifier (core/, data/), the negatives,
-# and the PRM's rendering, model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
-CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py", "prm/render.py",
+# the source that determines a quick checkpoint: the gold traces, their verifier and the PRM's rendering (core/, data/),
+# the negatives, and the PRM's model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
+CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py",
               "prm/shared.py", "prm/train_loop.py")
 _DIGESTS: dict[str, str] = {}
 
@@ -91,7 +91,7 @@ def recipe_of(kind: str, attention: str, *, budget_pairs: int | None = None, epo
 
 def recipe_key(recipe: Mapping[str, Any]) -> str:
     """The key of a recipe: its settings, its data files' content and the training code (20 hex digits)."""
-    from pcr_ray.prm.render import RENDER_VERSION
+    from pcr_ray.core.render import RENDER_VERSION
 
     blob = json.dumps({"recipe": recipe, "render": RENDER_VERSION, "code": code_digest(),
                        "data": data_digest(recipe["sources"])}, sort_keys=True, default=str)
