@@ -188,3 +188,23 @@ def test_a_registered_backend_is_built_by_kind_or_alias_and_solves(toy_backend: 
     cfg = compose(["method=verifier_only"])
     res, _ = solve(CAR, {**cfg, "generator": {"kind": toy_backend, "cap": 64}})  # solve builds it from the config
     assert res.answer_value == pytest.approx(25.0) and res.n_proposed > 0
+
+
+def test_a_registered_data_source_is_read_by_name_and_checked_for_its_files(tmp_path: Path) -> None:
+    from pcr_ray.data.problem import Problem
+    from pcr_ray.data.readers import data_present, missing_data_hint
+    from pcr_ray.data.sources import data_source
+
+    @data_source("toy_source", files="toy/*.txt")
+    def iter_toy(data_dir: Any = None, n: int = 2) -> Iterator[Problem]:
+        for i in range(n):
+            yield Problem(id=f"toy/{i}", source="toy", text=f"What is {i} + 1?", answer=str(i + 1))
+
+    try:
+        assert [p.answer for p in load_dataset("toy_source", tmp_path, n=3)] == ["1", "2", "3"]
+        assert not data_present("toy_source", tmp_path) and "toy/*.txt" in missing_data_hint("toy_source", tmp_path)
+        (tmp_path / "toy").mkdir()
+        (tmp_path / "toy" / "a.txt").write_text("x")
+        assert data_present("toy_source", tmp_path)
+    finally:
+        DATA_SOURCES.remove("toy_source")
