@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from pcr_ray.paths import is_uri, local_path
+from pcr_ray.prm import checkpoints
 from pcr_ray.prm.base import META_FILE, StepScorer
 from pcr_ray.registry import Registry
 
@@ -57,8 +59,6 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path |
     if ck is None or str(ck) == "":
         raise MissingCheckpointError(f"no PRM checkpoint configured (prm.checkpoint is null): pass "
                                      f"prm.checkpoint=/path/to/checkpoint, or {_make_one(kind)}")
-    from pcr_ray.prm import checkpoints
-
     if str(ck) == QUICK:
         attention = str(prm_cfg.get("attention") or "pair")
         if train:
@@ -77,8 +77,6 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path |
 def require_checkpoint(path: str | Path, kind: str = "csp") -> Path:
     """`path` resolved, when it holds a checkpoint (its prm.json); else MissingCheckpointError naming it. A URI
     (s3://, gs://, ...) is copied into the cache first (pcr_ray.paths.local_path)."""
-    from pcr_ray.paths import local_path
-
     p = local_path(path)
     if not (p / META_FILE).is_file():
         what = "does not exist" if not p.exists() else f"has no {META_FILE}, so it is no PRM checkpoint"
@@ -103,7 +101,6 @@ def build_cross_encoder(prm_cfg: Mapping[str, Any], checkpoint: str | Path | Non
 def build_causal_lm(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None,
                     **overrides: Any) -> StepScorer:
     """An off-the-shelf causal-LM PRM scoring at step separators (pcr_ray.prm.causal_lm); its checkpoint is a model."""
-    from pcr_ray.paths import is_uri, local_path
     from pcr_ray.prm.causal_lm import CausalLMPRM  # torch and transformers: imported only when a scorer is built
 
     model = str(checkpoint or checkpoint_path(prm_cfg))
