@@ -91,8 +91,8 @@ class GeneratorStats:
 class GeneratorBackend(Generator, Protocol):
     """The whole contract of a class registered in GENERATORS (what build_generator and pcr_ray.pipeline use).
 
-    - `from_config(cfg)`: the backend from its `generator:` config, `kind` removed; an unknown key is a
-      ValueError naming it.
+    - `from_config(cfg)`: the backend from its `generator:` config, `kind` removed; an unknown key is an
+      error (ValueError or TypeError) naming it.
     - `propose(requests)`: the Generator protocol. Optional: `propose_counted` (CountingGenerator).
     - `identity`: a JSON-able mapping naming the backend, its model and sampling settings (recorded with results).
     - `stats`: GeneratorStats, updated by every propose().
@@ -158,5 +158,6 @@ def build_generator(cfg: Mapping[str, Any]) -> GeneratorBackend:
     vllm, hf, or an alias); the other keys go to its from_config."""
     backend = backend_of(cfg)
     conf = dict(cfg)
-    conf.pop("kind", None) or conf.pop("name", None)
+    if not conf.pop("kind", None):
+        conf.pop("name", None)
     return backend.from_config(conf)
