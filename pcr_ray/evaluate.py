@@ -159,7 +159,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
         gens = {g: act.ensure_generator(gen_cfgs[g], acfg["generator"], namespace, faults) for g in used_gens}
         prm_cfgs: dict[str, Any] = {"default": _plain(cfg.prm)}
         prm_cfgs.update(_plain(cfg.get("prms")) or {})
-        used_prms = sorted({s.prm for s in specs if not s.is_baseline and s.method != "verifier_only"})
+        used_prms = sorted({s.prm for s in specs if s.uses_prm})
         missing = [k for k in used_prms if k not in prm_cfgs]
         if missing:
             raise ValueError(f"methods use PRM(s) {missing}, not configured in `prms` (have {sorted(prm_cfgs)})")

@@ -16,10 +16,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.baselines import BASELINES, run_baseline
 from pcr_ray.commands.hydra_app import run_hydra
-from pcr_ray.search import METHODS, SearchConfig, SearchProblem, SearchResult, target_unit_of
-
-SEARCH_METHODS = METHODS  # nsprm, prm_only, verifier_only, greedy, best_of_n, dvts
+from pcr_ray.generators.base import GENERATORS, build_generator, generator_kind
+from pcr_ray.search import STRATEGIES, SearchConfig, SearchProblem, SearchResult, run_search, target_unit_of
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -36,9 +36,9 @@ def sized_for_one_problem(cfg: Any, overrides: Sequence[str]) -> dict[str, Any]:
 
     cfg = to_plain(cfg)
     gen = cfg["generator"]
-    if gen.get("kind") == "enumerate" and not any(o.startswith(("generator.cap=", "+generator.cap="))
-                                                  for o in overrides):
-        gen["cap"] = int(cfg["enumerator_cap"])
+    sets_cap = any(o.startswith(("generator.cap=", "+generator.cap=")) for o in overrides)
+    if GENERATORS.canonical(generator_kind(gen)) == "enumerate" and not sets_cap:
+        gen["cap"] = int(cfg["enumerator_cap"])  # sized for one problem; a benchmark's enumerator cap is larger
     return cfg
 
 
@@ -111,29 +111,24 @@ def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: A
     """Solve one problem text with the config (compose() output); returns the result and the printed text.
 
     verbose adds a line on the PRM (describe_scorer) before the report."""
-    from pcr_ray.generators.base import build_generator
-
     if not text or not text.strip():
         raise ValueError("the problem text is empty")
     method = dict(cfg.get("method") or {"name": "nsprm"})
     name = str(method.get("name", "nsprm"))
     gen = generator if generator is not None else build_generator(dict(cfg["generator"]))
     problem = make_problem(text, cfg, gen)
-    if name in ("direct", "pyexec"):
-        from pcr_ray.baselines import run_baseline
-
+    sc = None
+    if name in BASELINES:
         res = run_baseline(name, [problem], gen, dict(method.get("baseline") or {}))[0]
-    elif name in SEARCH_METHODS:
+    elif name in STRATEGIES:
         scfg = SearchConfig.from_dict({**dict(cfg.get("search") or {}), **dict(method.get("search") or {}),
                                        "method": name, "log_candidates": bool(cfg.get("show_candidates", False))})
         sc = scorer if scorer is not None or not scfg.uses_prm else load_scorer(dict(cfg.get("prm") or {}))
-        from pcr_ray.search import run_search
-
         res = run_search([problem], gen, sc, scfg)[0]
     else:
-        raise ValueError(f"unknown method {name!r}; expected one of {SEARCH_METHODS + ('direct', 'pyexec')}")
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(STRATEGIES.names() + BASELINES.names())}")
     report = format_result(problem, res, show_candidates=bool(cfg.get("show_candidates", False)))
-    if verbose and name in SEARCH_METHODS and sc is not None:
+    if verbose and sc is not None:
         report = f"{describe_scorer(sc)}\n{report}"
     return res, report
 

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from pcr_ray.core.render import canonical_names, render_answer, render_context
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import VerifierState, verify
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
-from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
 from pcr_ray.search.candidates import check_step_candidate, parse_candidate
 from pcr_ray.search.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer

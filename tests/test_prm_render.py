@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pcr_ray.core.trace import Answer, Given, Out, Step
-from pcr_ray.prm.render import (
+from pcr_ray.core.render import (
     canonical_names,
     fmt_value,
     render_answer,
@@ -16,6 +15,7 @@ from pcr_ray.prm.render import (
     step_from_dict,
     step_with_value,
 )
+from pcr_ray.core.trace import Answer, Given, Out, Step
 
 STEP = Step("kin_displacement", {"v0": "v0", "a": "a", "t": "t"}, Out("d", "m"))
 

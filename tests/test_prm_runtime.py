@@ -12,9 +12,10 @@ from omegaconf import OmegaConf
 
 from pcr_ray.configs import ConfigError, check, compose
 from pcr_ray.pipeline.actors import prm_cache_stats
-from pcr_ray.prm.build import build_scorer, check_runtime
+from pcr_ray.prm.build import build_scorer
 from pcr_ray.prm.checkpoints import ensure_checkpoint
 from pcr_ray.prm.onnx_runtime import FILES, checkpoint_key, exported
+from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.scorer import PRMScorer
 from tests.prm_helpers import small_pairs

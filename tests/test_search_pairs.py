@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from pcr_ray.core.render import render_answer, step_from_dict
 from pcr_ray.core.trace import Answer
 from pcr_ray.core.units import unit_info
 from pcr_ray.core.verifier import check_answer, check_step
@@ -14,7 +15,6 @@ from pcr_ray.data.physics import generate_problems
 from pcr_ray.negatives.csp import prepare_gold, step_key
 from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pair_records
 from pcr_ray.negatives.search_pairs import ALTERNATIVE_STEP, ANSWER_TIMING, UNUSED_CONSTANT, search_negatives
-from pcr_ray.prm.render import render_answer, step_from_dict
 
 
 @pytest.fixture(scope="module")

@@ -88,8 +88,8 @@ def client(scorer):
 def expected_pairs(problem: str, trace: dict) -> list[tuple[str, str]]:
     """(context, step) of every accepted step, rendered the way CSP training pairs are: steps carry the
     verifier's recomputed values (the spec the service must follow)."""
+    from pcr_ray.core.render import render_candidate, render_context, step_with_value
     from pcr_ray.core.trace import parse_trace
-    from pcr_ray.prm.render import render_candidate, render_context, step_with_value
 
     verdict = verify(trace)
     givens = parse_trace(trace)[0].givens

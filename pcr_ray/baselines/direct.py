@@ -6,12 +6,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.baselines.base import BASELINES
 from pcr_ray.core.answers import extract_answer
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search import SearchProblem, SearchResult
 from pcr_ray.search.usage import propose_counted
 
 
+@BASELINES.register("direct")
 def run_direct(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
                ) -> list[SearchResult]:
     """One batched propose() in mode 'direct'; the first sample's extracted answer is the answer."""

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.baselines.base import BASELINES
 from pcr_ray.baselines.confine import require_bwrap
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
 from pcr_ray.core.answers import last_quantity
@@ -31,6 +32,7 @@ def limits_from(cfg: Mapping[str, Any]) -> SandboxLimits:
                          sandbox=str(cfg.get("sandbox", base.sandbox)))
 
 
+@BASELINES.register("pyexec")
 def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
                ) -> list[SearchResult]:
     """Per round, one batched propose() in mode 'python' for the problems still unanswered; run each program."""

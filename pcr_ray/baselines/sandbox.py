@@ -34,7 +34,7 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pcr_ray.baselines import confine
+import pcr_ray.baselines.confine as confine
 from pcr_ray.baselines.confine import SandboxUnavailable
 
 BLOCKED_EXIT = 87

@@ -1,7 +1,7 @@
 """Names for computed quantities: a stem from the dimension and the step number (`d2`, `v1`, `q3`).
 
 The symbolic enumerator names its candidate steps this way, and the PRM rendering renames every computed
-quantity this way (`pcr_ray.prm.render`), so a gold trace (`F_net`, `Q_warm`) and a searched trace (`F4`,
+quantity this way (`pcr_ray.core.render`), so a gold trace (`F_net`, `Q_warm`) and a searched trace (`F4`,
 `E2`) look alike to the PRM: it judges what a step computes from what, not what a writer called it.
 """
 

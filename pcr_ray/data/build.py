@@ -12,6 +12,7 @@ from typing import Any
 
 from pcr_ray.commands.hydra_app import run_hydra
 from pcr_ray.data.problem import Problem
+from pcr_ray.data.sources import DATA_SOURCES
 from pcr_ray.paths import cache_dir
 
 USAGE = """usage: pcr-ray data build [key=value ...]
@@ -75,15 +76,15 @@ def build(cfg: Any) -> dict[str, Any]:
     from pcr_ray.data.givens import score_extraction
     from pcr_ray.data.gsm8k_traces import conversion_stats
     from pcr_ray.data.physics import generate_problems
-    from pcr_ray.data.readers import DATASETS, iter_dataset, iter_gsm8k
+    from pcr_ray.data.readers import iter_dataset, iter_gsm8k
 
     c = _cfg_dict(cfg)
     out_dir = Path(c.get("out_dir") or (cache_dir() / "data")).expanduser().resolve()
     data_dir = c.get("data_dir")
-    names = list(c.get("datasets") or DATASETS)
-    unknown = [n for n in names if n not in DATASETS]
+    names = list(c.get("datasets") or DATA_SOURCES.names())
+    unknown = [n for n in names if n not in DATA_SOURCES]
     if unknown:
-        raise ValueError(f"unknown data set(s) {unknown}; choose from {list(DATASETS)}")
+        raise ValueError(f"unknown data set(s) {unknown}; choose from {list(DATA_SOURCES.names())}")
     phys = c.get("physics", {}) or {}
     implicit = bool((c.get("gsm8k", {}) or {}).get("implicit", True))
     stats: dict[str, Any] = {"out_dir": str(out_dir), "datasets": {}}

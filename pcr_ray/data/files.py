@@ -22,6 +22,8 @@ from typing import Any
 
 from pcr_ray.core.answers import last_boxed, parse_number, parse_quantity
 from pcr_ray.data.problem import Problem
+from pcr_ray.data.readers import resolve_data_dir
+from pcr_ray.data.sources import data_source
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +122,6 @@ def iter_file(path: str, data_dir: str | Path | None = None, *, format: str | No
               fields: Mapping[str, str] | None = None, label: str | None = None, split: str | None = None
               ) -> Iterator[Problem]:
     """The problems of one file; rows that cannot be read are reported on stderr and skipped."""
-    from pcr_ray.data.readers import resolve_data_dir
-
     fields = {"question": "question", "answer": "answer", **dict(fields or {})}
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
@@ -147,3 +147,11 @@ def iter_file(path: str, data_dir: str | Path | None = None, *, format: str | No
         raise DataFileError(f"problems file {p} is empty")
     if skipped and len(skipped) == n:
         raise DataFileError(f"no row of {p} could be read ({len(skipped)} skipped; the first: {skipped[0]})")
+
+
+@data_source("file")
+def iter_file_source(data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
+    """The `file` data source: {name: file, path: FILE, format, fields, label, split} (iter_file's arguments)."""
+    if "path" not in kw:
+        raise ValueError("a `file` data source needs a path: {name: file, path: FILE, fields: {...}}")
+    return iter_file(data_dir=data_dir, **kw)

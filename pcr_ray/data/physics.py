@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pcr_ray.core.primitives.constants import CONSTANTS
 from pcr_ray.core.units import unit_info
 from pcr_ray.data.problem import Problem
+from pcr_ray.data.sources import data_source
 
 TOPICS: tuple[str, ...] = ("kinematics", "dynamics", "energy", "momentum", "circuits", "thermodynamics", "waves",
                            "optics")
@@ -1386,3 +1388,9 @@ def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None =
                             else ""))
     order = random.Random(seed).sample(pool, len(pool))
     return [make_problem(order[i % len(order)], seed, i) for i in range(n)]
+
+
+@data_source("physics")
+def iter_physics(data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
+    """The generated problems as a data source (generate_problems' keyword arguments; no data folder needed)."""
+    return iter(generate_problems(**kw))

@@ -1,6 +1,7 @@
 """Readers for the real data sets in the shared data folder: GSM8K, MATH-500, MATH test, SciBench.
 
-Each reader yields `Problem` records (plain Python, no Ray). `load_dataset(name)` is the single entry point.
+Each reader yields `Problem` records (plain Python, no Ray) and is registered as a data source
+(pcr_ray.data.sources). `load_dataset(name)` is the single entry point.
 """
 
 from __future__ import annotations
@@ -9,23 +10,15 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from pcr_ray.core.answers import last_boxed, parse_number
 from pcr_ray.data.problem import Problem
+from pcr_ray.data.sources import DATA_SOURCES, data_source
 from pcr_ray.paths import data_dir as _default_data_dir
 
-DATASETS: tuple[str, ...] = ("gsm8k_train", "gsm8k_test", "math500", "math", "scibench", "physics", "file")
 # the keys a `file` source takes beside its name (pcr_ray.data.files.iter_file)
 FILE_KEYS: tuple[str, ...] = ("path", "format", "fields", "label", "split")
-
-# What each data set needs, relative to the data folder (for the "missing" message).
-_EXPECTED: dict[str, str] = {
-    "gsm8k_train": "gsm8k/train.jsonl",
-    "gsm8k_test": "gsm8k/test.jsonl",
-    "math500": "math500/test.jsonl",
-    "math": "math/test.jsonl",
-    "scibench": "scibench/*.json",
-}
 
 
 class DataMissingError(FileNotFoundError):
@@ -46,21 +39,26 @@ HUB_NAMES: dict[str, str] = {
 }
 
 
+def _expected(name: str) -> str:
+    """What data set `name` reads, relative to the data folder ('' for a generated set or an unknown name)."""
+    return DATA_SOURCES.get(name).files if name in DATA_SOURCES else ""
+
+
 def data_files(name: str, data_dir: str | Path | None = None) -> list[Path]:
     """The files of the data folder that data set `name` reads, sorted (none for a generated set or when absent)."""
-    pattern = _EXPECTED.get(name)
+    pattern = _expected(name)
     return sorted(resolve_data_dir(data_dir).glob(pattern)) if pattern else []
 
 
 def data_present(name: str, data_dir: str | Path | None = None) -> bool:
     """Whether the data folder holds what data set `name` reads (a generated set always does)."""
-    return name not in _EXPECTED or bool(data_files(name, data_dir))
+    return not _expected(name) or bool(data_files(name, data_dir))
 
 
 def missing_data_hint(name: str, data_dir: str | Path | None = None) -> str:
     """One line: which file `name` needs, where, and where it is published."""
     root = resolve_data_dir(data_dir)
-    rel = _EXPECTED.get(name, name)
+    rel = _expected(name) or name
     hub = HUB_NAMES.get(rel.split("/")[0], "")
     return (f"no {rel} in the data folder {root} ($PCR_RAY_DATA); put it there to add it"
             + (f" (published as {hub})" if hub else "") + ", docs/data.md")
@@ -127,6 +125,18 @@ def iter_gsm8k(split: str = "test", data_dir: str | Path | None = None, *, trace
         )
 
 
+@data_source("gsm8k_train", files="gsm8k/train.jsonl")
+def iter_gsm8k_train(data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
+    """GSM8K train (iter_gsm8k's keyword arguments)."""
+    return iter_gsm8k("train", data_dir, **kw)
+
+
+@data_source("gsm8k_test", files="gsm8k/test.jsonl")
+def iter_gsm8k_test(data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
+    """GSM8K test (iter_gsm8k's keyword arguments)."""
+    return iter_gsm8k("test", data_dir, **kw)
+
+
 def _level(x: object) -> int | None:
     if isinstance(x, int):
         return x
@@ -134,6 +144,7 @@ def _level(x: object) -> int | None:
     return int(m.group()) if m else None
 
 
+@data_source("math500", files="math500/test.jsonl")
 def iter_math500(data_dir: str | Path | None = None) -> Iterator[Problem]:
     """MATH-500 (PRM800K's test split): answer field as given; id is the MATH unique_id."""
     root = resolve_data_dir(data_dir)
@@ -146,6 +157,7 @@ def iter_math500(data_dir: str | Path | None = None) -> Iterator[Problem]:
         )
 
 
+@data_source("math", files="math/test.jsonl")
 def iter_math(data_dir: str | Path | None = None) -> Iterator[Problem]:
     """MATH test (5,000): the answer is the last \\boxed{} of the solution."""
     root = resolve_data_dir(data_dir)
@@ -185,6 +197,7 @@ def clean_scibench_unit(unit: str) -> str:
 SCIBENCH_PHYSICS: tuple[str, ...] = ("fund", "class", "thermo")
 
 
+@data_source("scibench", files="scibench/*.json")
 def iter_scibench(data_dir: str | Path | None = None, books: Sequence[str] | None = None) -> Iterator[Problem]:
     """SciBench textbook problems: value from answer_number, unit as written; graded with SciBench's 5% relative
     tolerance (source 'scibench'). `books` picks files by stem (['fund', 'class', 'thermo']: SCIBENCH_PHYSICS;
@@ -223,30 +236,10 @@ def iter_scibench(data_dir: str | Path | None = None, books: Sequence[str] | Non
             )
 
 
-def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: object) -> Iterator[Problem]:
-    """Problems of one named data set (see DATASETS). 'physics' takes n= and seed= (procedural); 'file' takes
-    path=, format=, fields=, label=, split= (pcr_ray.data.files: your own problems)."""
-    if name == "gsm8k_train":
-        return iter_gsm8k("train", data_dir, **kw)  # type: ignore[arg-type]
-    if name == "gsm8k_test":
-        return iter_gsm8k("test", data_dir, **kw)  # type: ignore[arg-type]
-    if name == "math500":
-        return iter_math500(data_dir)
-    if name == "math":
-        return iter_math(data_dir)
-    if name == "scibench":
-        return iter_scibench(data_dir, **kw)  # type: ignore[arg-type]
-    if name == "physics":
-        from pcr_ray.data.physics import generate_problems
-
-        return iter(generate_problems(**kw))  # type: ignore[arg-type]
-    if name == "file":
-        from pcr_ray.data.files import iter_file
-
-        if "path" not in kw:
-            raise ValueError("a `file` data source needs a path: {name: file, path: FILE, fields: {...}}")
-        return iter_file(data_dir=data_dir, **kw)  # type: ignore[arg-type]
-    raise ValueError(f"unknown data set {name!r}; one of {', '.join(DATASETS)}")
+def iter_dataset(name: str, data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
+    """Problems of one registered data set (pcr_ray.data.sources.DATA_SOURCES: gsm8k_test, physics, file, ...);
+    `kw` go to its reader ('physics' takes n= and seed=; 'file' takes path=, format=, fields=, label=, split=)."""
+    return DATA_SOURCES.get(name).read(data_dir=data_dir, **kw)
 
 
 def load_dataset(name: str, data_dir: str | Path | None = None, limit: int | None = None,

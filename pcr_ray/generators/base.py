@@ -1,12 +1,18 @@
-"""The generator protocol: batched `propose(requests) -> candidates` (raw strings; parsing is the search's job)."""
+"""The generator protocol: batched `propose(requests) -> candidates` (raw strings; parsing is the search's job).
+
+Backends register their class in `GENERATORS` under a kind (and its aliases); `build_generator(cfg)` looks the
+kind up there. The package's `__init__` imports every module of pcr_ray/generators/, which fills the registry;
+this module imports no backend.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pcr_ray.core.trace import Given, Step
+from pcr_ray.registry import Registry
 
 MODES = ("step", "full", "python", "direct", "givens")
 
@@ -45,10 +51,24 @@ class ProposalRequest:
 
 @runtime_checkable
 class Generator(Protocol):
-    """Anything with a batched propose(); the Ray pipeline passes thin proxies over actor handles."""
+    """What the search calls: a batched propose(); the Ray pipeline passes thin proxies over actor handles.
+
+    A generator may also offer `propose_counted(requests) -> (candidates, usage)` with one (prompt tokens,
+    output tokens) pair per request (CountingGenerator; pcr_ray.search.usage falls back to propose() and zeros)
+    and `uses_feedback` (read by uses_feedback(), True when absent).
+    """
 
     def propose(self, requests: Sequence[ProposalRequest]) -> list[list[str]]:
         """One list of raw candidate strings per request, in request order."""
+        ...
+
+
+@runtime_checkable
+class CountingGenerator(Generator, Protocol):
+    """A generator that reports the tokens of each request (the LLM backends and the actor proxies over them)."""
+
+    def propose_counted(self, requests: Sequence[ProposalRequest]) -> tuple[list[list[str]], list[tuple[int, int]]]:
+        """propose() and the (prompt, output) tokens of each request."""
         ...
 
 
@@ -67,29 +87,77 @@ class GeneratorStats:
                 "seconds": round(self.seconds, 4), **self.extra}
 
 
+@runtime_checkable
+class GeneratorBackend(Generator, Protocol):
+    """The whole contract of a class registered in GENERATORS (what build_generator and pcr_ray.pipeline use).
+
+    - `from_config(cfg)`: the backend from its `generator:` config, `kind` removed; an unknown key is an
+      error (ValueError or TypeError) naming it.
+    - `propose(requests)`: the Generator protocol. Optional: `propose_counted` (CountingGenerator).
+    - `identity`: a JSON-able mapping naming the backend, its model and sampling settings (recorded with results).
+    - `stats`: GeneratorStats, updated by every propose().
+    - `uses_feedback`: whether a retry with the verifier's diagnostics can change the output (False for a
+      deterministic backend: the search then does not retry).
+    - `model_free` (class): no model to load; under `actors.generator.placement: auto` it is built inside each
+      search worker instead of in a generator actor.
+    - `async_engine` (class): served by pcr_ray.pipeline.actors.VLLMEngineActor, so the backend also offers the
+      AsyncEngineGenerator methods; otherwise a GeneratorActor calls propose_counted/propose.
+    """
+
+    model_free: ClassVar[bool]
+    async_engine: ClassVar[bool]
+    uses_feedback: bool
+    stats: GeneratorStats
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> GeneratorBackend: ...
+
+    @property
+    def identity(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class AsyncEngineGenerator(GeneratorBackend, Protocol):
+    """A backend with `async_engine = True`: its engine started once, requests of many callers batched in it."""
+
+    def start(self) -> None:
+        """Load the model and start the engine now (the actor does so before it reports ready)."""
+        ...
+
+    def propose_counted_async(self, requests: Sequence[ProposalRequest]
+                              ) -> Awaitable[tuple[list[list[str]], list[tuple[int, int]]]]:
+        """propose_counted() as a coroutine, so that concurrent callers share the engine's batches."""
+        ...
+
+    def engine_pids(self) -> list[int]:
+        """PIDs of the engine's processes."""
+        ...
+
+
+# the backend classes by kind; a module of pcr_ray/generators/ adds one with `@GENERATORS.register(kind, *aliases)`
+GENERATORS: Registry[type[GeneratorBackend]] = Registry("generator kind")
+
+
 def uses_feedback(generator: Any) -> bool:
     """Whether retrying with feedback can change the generator's output (False for deterministic enumerators)."""
     return bool(getattr(generator, "uses_feedback", True))
 
 
-def build_generator(cfg: Mapping[str, Any]) -> Generator:
-    """A generator from a config mapping: cfg['kind'] in {enumerate, llamacpp, vllm, hf}; other keys go to it."""
+def generator_kind(cfg: Mapping[str, Any]) -> str:
+    """The `kind` (else `name`) of a generator config, as written (an alias included)."""
+    return str(cfg.get("kind") or cfg.get("name") or "")
+
+
+def backend_of(cfg: Mapping[str, Any]) -> type[GeneratorBackend]:
+    """The registered backend class a generator config's kind names (UnknownNameError listing the kinds)."""
+    return GENERATORS.get(generator_kind(cfg))
+
+
+def build_generator(cfg: Mapping[str, Any]) -> GeneratorBackend:
+    """A generator from a config mapping: cfg['kind'] names a registered backend (GENERATORS: enumerate, llamacpp,
+    vllm, hf, or an alias); the other keys go to its from_config."""
+    backend = backend_of(cfg)
     conf = dict(cfg)
-    kind = conf.pop("kind", None) or conf.pop("name", None)
-    if kind in ("enumerate", "enumerator"):
-        from pcr_ray.generators.enumerate import EnumeratorGenerator
-
-        return EnumeratorGenerator.from_config(conf)
-    if kind in ("llamacpp", "llama_cpp", "smollm2"):
-        from pcr_ray.generators.llamacpp import LlamaCppGenerator
-
-        return LlamaCppGenerator.from_config(conf)
-    if kind == "vllm":
-        from pcr_ray.generators.vllm import VLLMGenerator
-
-        return VLLMGenerator.from_config(conf)
-    if kind == "hf":
-        from pcr_ray.generators.hf import HFGenerator
-
-        return HFGenerator.from_config(conf)
-    raise ValueError(f"unknown generator kind {kind!r}; expected enumerate, llamacpp, vllm or hf")
+    if not conf.pop("kind", None):
+        conf.pop("name", None)
+    return backend.from_config(conf)

@@ -40,7 +40,7 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
@@ -50,7 +50,7 @@ from pcr_ray.core.temperature import answer_role_error, checks_op, step_role
 from pcr_ray.core.trace import Out, Step
 from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
 from pcr_ray.core.verifier import covered_families
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
@@ -76,6 +76,7 @@ class _Cand:
     obj: dict[str, Any]
 
 
+@GENERATORS.register("enumerate", "enumerator")
 @dataclass
 class EnumeratorGenerator:
     """Enumerates candidate steps and answer declarations; see the module docstring for the rules."""
@@ -93,6 +94,8 @@ class EnumeratorGenerator:
     head_share: float = 0.5  # beyond the cap: this share of it in priority order, the rest a seeded sample
     verifier_coverage: float = 1.0  # typed mode: the families outside covered_families(this) are enumerated blind
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
+    model_free: ClassVar[bool] = True  # no model: built inside each search worker under placement auto
+    async_engine: ClassVar[bool] = False
     stats: GeneratorStats = field(default_factory=GeneratorStats)
 
     def __post_init__(self) -> None:

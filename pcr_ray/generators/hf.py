@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
 
 
+@GENERATORS.register("hf")
 class HFGenerator:
     """Batched propose() over a transformers model: requests grouped into left-padded `generate` calls."""
 
     uses_feedback = True
+    model_free: ClassVar[bool] = False
+    async_engine: ClassVar[bool] = False
 
     def __init__(self, model: str, *, device: str = "cpu", dtype: str = "float32", temperature: float = 0.8,
                  top_p: float = 0.95, max_tokens: int = 160, max_tokens_free: int = 384, seed: int = 0,

@@ -13,9 +13,9 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, clean_output
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -37,10 +37,13 @@ def default_model_path() -> Path:
     return path
 
 
+@GENERATORS.register("llamacpp", "llama_cpp", "smollm2")
 class LlamaCppGenerator:
     """Batched propose() over a llama.cpp model; requests run one after another (one model, CPU threads)."""
 
     uses_feedback = True
+    model_free: ClassVar[bool] = False
+    async_engine: ClassVar[bool] = False
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 4096,
                  n_threads: int | None = None, temperature: float = 0.8, top_p: float = 0.95,

@@ -117,7 +117,7 @@ def resolve_model(model: str) -> str:
         # deferred: training needs torch and peft, which a generator that only loads a folder does not
         from pcr_ray.sft.quick import ensure_quick_sft
 
-        return str(ensure_quick_sft(model.removeprefix("sft:")))
+        return str(ensure_quick_sft(model.removeprefix("sft:"), resolve_model))
     if model.startswith("tiny:"):
         if model not in TINY_MODELS:
             raise ValueError(f"unknown tiny model {model!r}; known: {sorted(TINY_MODELS)}")

@@ -34,9 +34,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from pcr_ray.generators.base import GeneratorStats, ProposalRequest
+from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
 from pcr_ray.generators.prompts import Message
 
@@ -87,6 +87,7 @@ class EngineDied(RuntimeError):
     """The vLLM engine died and could not be brought back within max_engine_restarts."""
 
 
+@GENERATORS.register("vllm")
 class VLLMGenerator:
     """vLLM's AsyncLLM engine behind a batched propose(): Qwen2.5-Math on GPUs, SmolLM2-135M on CPU (tests).
 
@@ -96,6 +97,8 @@ class VLLMGenerator:
     """
 
     uses_feedback = True
+    model_free: ClassVar[bool] = False
+    async_engine: ClassVar[bool] = True  # served by VLLMEngineActor (pcr_ray.pipeline.actors)
 
     def __init__(self, model: str = "Qwen/Qwen2.5-Math-7B-Instruct", *, device: str = "cuda",
                  tensor_parallel_size: int = 1, max_model_len: int = 4096, gpu_memory_utilization: float = 0.85,
@@ -169,6 +172,10 @@ class VLLMGenerator:
     def engine(self) -> Any:
         """The AsyncLLM, built on first use (blocking; call from outside the engine loop)."""
         return self._run(self._get_engine())
+
+    def start(self) -> None:
+        """Build the engine now (minutes on a GPU), so that later calls wait on generation only."""
+        self.engine()
 
     def _build_engine(self) -> Any:
         try:

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcr_ray.core.render import canonical_names, render_answer, render_context
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import VerifierState
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.negatives.pairs import MINED_ALTERNATIVE_STEP, MINED_ANSWER_TIMING, MINED_KINDS, PAIR_COLUMNS, split_of
-from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search import SearchProblem
 from pcr_ray.search.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search.scoring import pair_for

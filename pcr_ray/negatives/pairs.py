@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcr_ray.core.render import render_candidate, render_context
 from pcr_ray.negatives.csp import (
     CSP_KINDS,
     RANDOM_KINDS,
@@ -24,7 +25,6 @@ from pcr_ray.negatives.csp import (
     random_negatives,
 )
 from pcr_ray.negatives.search_pairs import ANSWER_TIMING, SEARCH_KINDS, search_negatives
-from pcr_ray.prm.render import render_candidate, render_context
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 PAIR_COLUMNS: tuple[str, ...] = (

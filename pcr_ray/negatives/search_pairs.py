@@ -24,10 +24,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pcr_ray.core.render import canonical_names, render_answer, render_candidate
 from pcr_ray.core.trace import Answer, Out, Step
 from pcr_ray.core.verifier import VerifierState, check_answer, check_step
 from pcr_ray.negatives.csp import GoldRun, step_key, step_rng
-from pcr_ray.prm.render import canonical_names, render_answer, render_candidate
 
 ALTERNATIVE_STEP = "alternative_step"
 ANSWER_TIMING = "answer_timing"

@@ -20,6 +20,7 @@ from typing import Any
 
 import ray
 
+from pcr_ray.generators.base import backend_of
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 
 # Environment variable of the fault-injection hook: a JSON object {"<site>": "<marker path>"}; the first call
@@ -113,7 +114,7 @@ class VLLMEngineActor:
 
         self._faults = dict(faults or {})
         self.gen = build_generator(dict(gen_cfg))
-        self.gen.engine()  # start the engine now (minutes on a GPU): callers then wait on generation only
+        self.gen.start()  # start the engine now (minutes on a GPU): callers then wait on generation only
         self.calls = 0
         self.requests = 0
         self.in_flight = 0
@@ -379,14 +380,13 @@ _PGS: dict[str, Any] = {}  # placement groups of multi-GPU vLLM actors, by actor
 
 
 def generator_runs_locally(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> bool:
-    """Placement 'local' builds the generator inside each search worker; 'auto' does so for model-free ones."""
+    """Placement 'local' builds the generator inside each search worker; 'auto' does so for model-free backends."""
     placement = str(acfg["placement"])
     if placement == "local":
         return True
     if placement == "actor":
         return False
-    kind = str(gen_cfg.get("kind") or gen_cfg.get("name") or "")
-    return kind in ("enumerate", "enumerator")
+    return backend_of(gen_cfg).model_free
 
 
 def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namespace: str | None,
@@ -410,7 +410,7 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
         name = f"pcr-gen-{digest}-{i}"
         if _LIVE.get(name) is not None:
             h = _LIVE[name]
-        elif str(gen_cfg.get("kind")) == "vllm":
+        elif backend_of(gen_cfg).async_engine:
             h = _vllm_actor(name, gen_cfg, acfg, namespace, faults)
         else:
             h = GeneratorActor.options(**_actor_options(name, acfg, namespace)).remote(

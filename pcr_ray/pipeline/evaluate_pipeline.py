@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import ray
 
+from pcr_ray import baselines
+from pcr_ray.baselines import BASELINES
 from pcr_ray.pipeline import actors as act
 from pcr_ray.pipeline.records import (
     error_record,
@@ -43,13 +45,12 @@ from pcr_ray.pipeline.records import (
     with_givens,
 )
 from pcr_ray.pipeline.results import ShardWriter, completed_keys
+from pcr_ray.search.strategy import STRATEGIES
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pcr_ray.search import SearchConfig
-
-BASELINES = ("direct", "pyexec")
 
 
 # ---------------------------------------------------------------- work items and method specs
@@ -68,14 +69,17 @@ class MethodSpec:
     def is_baseline(self) -> bool:
         return self.method in BASELINES
 
+    @property
+    def uses_prm(self) -> bool:
+        """Whether the method scores with a PRM (a search strategy registered with uses_prm; no baseline does)."""
+        return not self.is_baseline and STRATEGIES.get(self.method).uses_prm
+
 
 def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] | None = None,
                   method_overrides: Mapping[str, Mapping[str, Any]] | None = None,
                   method_prms: Mapping[str, str] | None = None) -> list[MethodSpec]:
     """Method specs from config: 'nsprm', 'nsprm@llm' (generator key), or {label, method, generator, prm,
     overrides}; `method_prms` maps a method or label to a PRM key (default: 'default', the `prm` group)."""
-    from pcr_ray.search import METHODS
-
     gens = dict(method_generators or {})
     prms = dict(method_prms or {})
     ovs = dict(method_overrides or {})
@@ -94,8 +98,9 @@ def parse_methods(methods: Sequence[Any], method_generators: Mapping[str, str] |
             over = {}
             prm = str(prms.get(label) or prms.get(method) or "default")
         over = {**dict(ovs.get(method, {}) or {}), **dict(ovs.get(label, {}) or {}), **over}
-        if method not in METHODS and method not in BASELINES:
-            raise ValueError(f"unknown method {method!r} in `methods`; known: {', '.join(METHODS + BASELINES)}")
+        if method not in STRATEGIES and method not in BASELINES:
+            raise ValueError(f"unknown method {method!r} in `methods`; known: "
+                             f"{', '.join(STRATEGIES.names() + BASELINES.names())}")
         out.append(MethodSpec(label, method, gen, over, prm))
     labels = [s.label for s in out]
     if len(set(labels)) != len(labels):
@@ -286,9 +291,7 @@ def _is_ray_system_error(exc: BaseException) -> bool:
 
 def run_baseline(spec: MethodSpec, group: list[dict[str, Any]], generator: Any,
                  cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """direct / pyexec baselines (pcr_ray.baselines) on a group of work items."""
-    from pcr_ray import baselines
-
+    """A registered baseline (pcr_ray.baselines: direct, pyexec, ...) on a group of work items."""
     problems = [search_problem(r) for r in group]
     results = baselines.run_baseline(spec.method, problems, generator, {**dict(cfg), **dict(spec.overrides)})
     return [search_record(r, res) for r, res in zip(group, results, strict=True)]

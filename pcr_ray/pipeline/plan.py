@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.generators.base import backend_of
 
 EPS = 1e-9
 
@@ -102,7 +103,7 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
         if generator_runs_locally(g, a):
             continue
         kind = str(g.get("kind") or "")
-        if kind == "vllm":
+        if backend_of(g).async_engine:
             place = vllm_placement(g, a)
             tp = int(g.get("tensor_parallel_size") or 1) if place["bundles"] else 1
             gpus = float(place["num_gpus"]) if not place["bundles"] else float(tp)
@@ -114,7 +115,7 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
         else:
             out.append(Pool(f"generator:{key}", int(a["replicas"]), float(a["num_cpus"]), float(a["num_gpus"]),
                             note=f"{kind} generator"))
-    used_prms = sorted({s.prm for s in specs if not s.is_baseline and s.method != "verifier_only"})
+    used_prms = sorted({s.prm for s in specs if s.uses_prm})
     for key in used_prms:
         a = actors["prm"]
         gpus = float(a["num_gpus"])

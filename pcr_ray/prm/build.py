@@ -10,15 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from pcr_ray.prm.base import META_FILE
+from pcr_ray.paths import is_uri, local_path
+from pcr_ray.prm import checkpoints
+from pcr_ray.prm.base import META_FILE, StepScorer
+from pcr_ray.registry import Registry
 
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
 SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
-FAMILIES = ("cross_encoder", "causal_lm")  # this project's PRMs | off-the-shelf ones (pcr_ray.prm.causal_lm)
-RUNTIMES = ("torch", "onnx")  # a pair checkpoint's engine. torch: fp32 or bf16, CPU or GPU | onnx: ONNX Runtime, CPU
+DEFAULT_FAMILY = "cross_encoder"
+
+
+class ScorerBuilder(Protocol):
+    """How a PRM family's scorer is made from a `prm:` config (`checkpoint`: a resolved one, else the config's).
+
+    The scorer it returns offers `score(pairs)` (pcr_ray.prm.base.StepScorer), and for the pipeline also
+    `score_counted(pairs) -> (scores, tokens)` and an `identity` mapping; `overrides` replace config keys.
+    """
+
+    def __call__(self, prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None,
+                 **overrides: Any) -> StepScorer: ...
+
+
+# PRM families (`prm.family`) -> their scorer builders
+SCORERS: Registry[ScorerBuilder] = Registry("PRM family")
 
 
 class MissingCheckpointError(FileNotFoundError):
@@ -42,8 +59,6 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path |
     if ck is None or str(ck) == "":
         raise MissingCheckpointError(f"no PRM checkpoint configured (prm.checkpoint is null): pass "
                                      f"prm.checkpoint=/path/to/checkpoint, or {_make_one(kind)}")
-    from pcr_ray.prm import checkpoints
-
     if str(ck) == QUICK:
         attention = str(prm_cfg.get("attention") or "pair")
         if train:
@@ -62,8 +77,6 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path |
 def require_checkpoint(path: str | Path, kind: str = "csp") -> Path:
     """`path` resolved, when it holds a checkpoint (its prm.json); else MissingCheckpointError naming it. A URI
     (s3://, gs://, ...) is copied into the cache first (pcr_ray.paths.local_path)."""
-    from pcr_ray.paths import local_path
-
     p = local_path(path)
     if not (p / META_FILE).is_file():
         what = "does not exist" if not p.exists() else f"has no {META_FILE}, so it is no PRM checkpoint"
@@ -72,49 +85,37 @@ def require_checkpoint(path: str | Path, kind: str = "csp") -> Path:
     return p.resolve()
 
 
-def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None, **overrides: Any) -> Any:
-    """A PRMScorer on `checkpoint` (default: checkpoint_path(prm_cfg)) with the config's scoring settings.
+@SCORERS.register("cross_encoder")
+def build_cross_encoder(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None,
+                        **overrides: Any) -> StepScorer:
+    """This project's PRM: a PRMScorer on a checkpoint folder trained here (pcr_ray.prm.scorer)."""
+    from pcr_ray.prm.scorer import PRMScorer  # torch: imported only when a scorer is built
 
-    `overrides` replace config keys (e.g. max_length for tests); max_length is otherwise the checkpoint's own.
-    """
-    from pcr_ray.prm.scorer import PRMScorer
-
-    if prm_cfg.get("family") == "causal_lm":  # an off-the-shelf PRM scoring at step separators
-        from pcr_ray.paths import is_uri, local_path
-        from pcr_ray.prm.causal_lm import CausalLMPRM
-
-        model = str(checkpoint or checkpoint_path(prm_cfg))
-        model = str(local_path(model)) if is_uri(model) else model
-        kw = {k: prm_cfg[k] for k in ("max_batch", "max_length", "cache_size") if prm_cfg.get(k) is not None}
-        kw.update({k: v for k, v in overrides.items() if k in ("max_batch", "max_length", "cache_size")
-                   and v is not None})
-        return CausalLMPRM.from_pretrained(model, str(prm_cfg.get("convention")), device=str(prm_cfg.get("device",
-                                           "cpu")), dtype="auto", **kw)
     path = require_checkpoint(checkpoint, str(prm_cfg.get("kind", "csp"))) if checkpoint else checkpoint_path(prm_cfg)
     kw = {k: prm_cfg[k] for k in SCORER_KEYS if prm_cfg.get(k) is not None}
     kw.update(overrides)
     return PRMScorer.from_checkpoint(path, **kw)
 
 
-def check_runtime(runtime: str, *, device: str = "cpu", int8: bool = False, bf16: bool = False,
-                  attention: str = "pair") -> None:
-    """ValueError naming the setting to change when runtime, device, int8 and bf16 cannot work together.
+@SCORERS.register("causal_lm")
+def build_causal_lm(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None,
+                    **overrides: Any) -> StepScorer:
+    """An off-the-shelf causal-LM PRM scoring at step separators (pcr_ray.prm.causal_lm); its checkpoint is a model."""
+    from pcr_ray.prm.causal_lm import CausalLMPRM  # torch and transformers: imported only when a scorer is built
 
-    `attention` is the checkpoint's (prm.json). `runtime` chooses the engine of a pair checkpoint; a shared_context
-    PRM always scores on torch (its contexts encoded once, pcr_ray.prm.context_cache), int8 quantized per token.
+    model = str(checkpoint or checkpoint_path(prm_cfg))
+    model = str(local_path(model)) if is_uri(model) else model
+    kw = {k: prm_cfg[k] for k in ("max_batch", "max_length", "cache_size") if prm_cfg.get(k) is not None}
+    kw.update({k: v for k, v in overrides.items() if k in ("max_batch", "max_length", "cache_size")
+               and v is not None})
+    return CausalLMPRM.from_pretrained(model, str(prm_cfg.get("convention")), device=str(prm_cfg.get("device",
+                                       "cpu")), dtype="auto", **kw)
+
+
+def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None, **overrides: Any) -> StepScorer:
+    """The scorer of the config's PRM family (SCORERS; `prm.family`, default cross_encoder) on `checkpoint`
+    (default: checkpoint_path(prm_cfg)) with the config's scoring settings.
+
+    `overrides` replace config keys (e.g. max_length for tests); max_length is otherwise the checkpoint's own.
     """
-    if runtime not in RUNTIMES:
-        raise ValueError(f"prm.runtime must be one of {RUNTIMES}, got {runtime!r}")
-    if int8 and bf16:
-        raise ValueError("choose one of int8 and bf16 scoring, not both")
-    if attention == "shared_context":
-        return
-    if runtime == "onnx":
-        if device != "cpu":
-            raise ValueError(f"prm.runtime=onnx scores on CPU; with prm.device={device} set prm.runtime=torch "
-                             f"prm.int8=false (prm.bf16=true scores faster on a GPU)")
-        if bf16:
-            raise ValueError("bf16 scoring runs on torch: set prm.runtime=torch prm.int8=false prm.bf16=true")
-    elif int8:
-        raise ValueError("int8 scoring runs on ONNX Runtime: set prm.runtime=onnx (faster than torch's dynamic int8 "
-                         "and closer to fp32, docs/prm.md)")
+    return SCORERS.get(str(prm_cfg.get("family") or DEFAULT_FAMILY))(prm_cfg, checkpoint, **overrides)

@@ -8,7 +8,7 @@ Two conventions, the ones the published PRMs use:
 - `math_shepherd` (Math-Shepherd, RLHFlow's PRMs): `question step 1 ки step 2 ки ...`; at each `ки` the LM's
   logits of the `+` and `-` tokens, softmaxed, give P(+).
 
-Our (context, step) pairs (pcr_ray.prm.render: `problem | givens: ... | steps: s1; s2`) are taken apart into the
+Our (context, step) pairs (pcr_ray.core.render: `problem | givens: ... | steps: s1; s2`) are taken apart into the
 question (the problem and its givens) and natural-language steps (the prefix's, then the candidate), and the
 score is the one at the last separator: the candidate's. `logits` returns log-odds, so that sigmoid(logit) is the
 probability, as for PRMScorer; identity, a score cache and the same error messages come with it.
@@ -46,7 +46,7 @@ SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}
 
 
 def split_context(context: str) -> tuple[str, list[str]]:
-    """(question with its givens, the prefix's steps) of a rendered context (pcr_ray.prm.render.render_context)."""
+    """(question with its givens, the prefix's steps) of a rendered context (pcr_ray.core.render.render_context)."""
     parts = [p.strip() for p in context.split(" | ")]
     question = [p for p in parts if not p.startswith("steps: ")]
     steps = next((p[len("steps: "):] for p in parts if p.startswith("steps: ")), "")

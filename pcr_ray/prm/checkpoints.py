@@ -27,6 +27,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.core.render import RENDER_VERSION
+from pcr_ray.data.readers import data_files, load_dataset
+from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
 from pcr_ray.paths import PACKAGE_DIR, cache_dir
 from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
@@ -45,9 +48,9 @@ DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
 KEEP_VERSIONS = 3  # checkpoints of one recipe name kept for other code or data versions (other checkouts)
-# the source that determines a quick checkpoint: the gold traces and their verifier (core/, data/), the negatives,
-# and the PRM's rendering, model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
-CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py", "prm/render.py",
+# the source that determines a quick checkpoint: the gold traces, their verifier and the PRM's rendering (core/, data/),
+# the negatives, and the PRM's model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
+CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py",
               "prm/shared.py", "prm/train_loop.py")
 _DIGESTS: dict[str, str] = {}
 
@@ -66,8 +69,6 @@ def code_digest() -> str:
 
 def data_digest(sources: Sequence[Mapping[str, Any]]) -> str:
     """A digest of the data files these sources read (their content; generated sources read none)."""
-    from pcr_ray.data.readers import data_files
-
     h = hashlib.sha256()
     for src in sources:
         for f in data_files(str(src["name"]), src.get("data_dir")):
@@ -91,8 +92,6 @@ def recipe_of(kind: str, attention: str, *, budget_pairs: int | None = None, epo
 
 def recipe_key(recipe: Mapping[str, Any]) -> str:
     """The key of a recipe: its settings, its data files' content and the training code (20 hex digits)."""
-    from pcr_ray.prm.render import RENDER_VERSION
-
     blob = json.dumps({"recipe": recipe, "render": RENDER_VERSION, "code": code_digest(),
                        "data": data_digest(recipe["sources"])}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -103,7 +102,7 @@ def default_checkpoint_dir(kind: str = "csp", attention: str = "shared_context",
     """cache_dir()/prm/<kind>-<key> (pair attention) or cache_dir()/prm/<kind>_shared-<key> (shared_context), the
     key (recipe_key, 12 digits) of `recipe` (default: the quick recipe of kind and attention) on this machine's data
     and code: each recipe, data and code version has a folder of its own."""
-    from pcr_ray.prm.shared import check_attention
+    from pcr_ray.prm.shared import check_attention  # torch: imported only when a checkpoint folder is named
 
     _check_kind(kind)
     check_attention(attention)
@@ -168,8 +167,6 @@ def _lock(path: Path) -> Iterator[None]:
 
 def load_problems(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Problem rows (Problem.to_dict()) with gold traces from named data sets; sources that are absent are skipped."""
-    from pcr_ray.data.readers import load_dataset
-
     rows: list[dict[str, Any]] = []
     for src in sources:
         try:
@@ -207,8 +204,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
     `attention` is "shared_context" (the default, pcr_ray.prm.shared) or "pair" (the standard cross-encoder, cached
     apart in cache_dir()/prm/<kind>-<key>).
     """
-    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
-    from pcr_ray.prm.train_loop import TrainConfig, train_local
+    from pcr_ray.prm.train_loop import TrainConfig, train_local  # torch: imported only when a PRM is trained
 
     _check_kind(kind)
     recipe = recipe_of(kind, attention, budget_pairs=budget_pairs, epochs=epochs, val_pairs=val_pairs, seed=seed,

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from pcr_ray.core.render import RENDER_VERSION
 from pcr_ray.prm.base import CHECKPOINT_FORMAT, ENCODER_DIR, HEAD_FILE, META_FILE
-from pcr_ray.prm.render import RENDER_VERSION
 from pcr_ray.prm.shared import DEFAULT_CANDIDATE_LENGTH, check_attention
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # hub access is the caller's: HF_HUB_OFFLINE is never set here
@@ -67,7 +67,7 @@ class PRMMeta:
     format: int = CHECKPOINT_FORMAT
     created: float = field(default_factory=time.time)
     train: dict[str, Any] = field(default_factory=dict)
-    render: int = RENDER_VERSION  # the rendering (pcr_ray.prm.render) it was trained on; absent in files: 1
+    render: int = RENDER_VERSION  # the rendering (pcr_ray.core.render) it was trained on; absent in files: 1
     attention: str = "pair"  # pair | shared_context (pcr_ray.prm.shared); absent in files: pair
     candidate_length: int = DEFAULT_CANDIDATE_LENGTH  # shared_context: tokens a candidate keeps
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
+from pcr_ray.core.render import RENDER_VERSION
 from pcr_ray.prm import kernels
 from pcr_ray.prm.base import META_FILE
-from pcr_ray.prm.build import check_runtime
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
-from pcr_ray.prm.render import RENDER_VERSION
+from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, make_packs, packed_logits
 

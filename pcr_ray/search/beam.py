@@ -20,13 +20,14 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pcr_ray.core.render import canonical_names, render_answer, render_context
 from pcr_ray.core.trace import Answer, Step, Trace
 from pcr_ray.core.verifier import AnswerValue, VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest, uses_feedback
-from pcr_ray.prm.render import canonical_names, render_answer, render_context
 from pcr_ray.search.candidates import check_answer_candidate, check_step_candidate, parse_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
 from pcr_ray.search.selection import Answered, answer_quantity, quantity_key, select_answered
+from pcr_ray.search.strategy import search_strategy
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search.usage import propose_counted
 
@@ -304,6 +305,10 @@ def start_runs(problems: list[SearchProblem], cfg: SearchConfig) -> list[SearchR
     return runs
 
 
+@search_strategy("greedy", beam_width=1)
+@search_strategy("verifier_only", uses_prm=False)
+@search_strategy("prm_only", uses_verifier=False)
+@search_strategy("nsprm")
 def run_beam_search(problems: list[SearchProblem], generator: Any, scorer: Any | None,
                     cfg: SearchConfig) -> list[SearchResult]:
     """The lock-step beam search; see the module docstring."""
@@ -462,7 +467,7 @@ def run_result(run: SearchRun, cfg: SearchConfig, t0: float) -> SearchResult:
     res.trace_ok = verdict.ok
     res.final_diagnostics = [d.feedback() for d in verdict.diagnostics]
     res.score = score if cfg.uses_prm else None
-    from pcr_ray.prm.render import render_step
+    from pcr_ray.core.render import render_step
 
     res.steps = [{"step": render_step(s), "verdict": v, "score": (beam.scores[i] if i < len(beam.scores) else None)}
                  for i, (s, v) in enumerate(zip(beam.steps, beam.verdicts, strict=True))]

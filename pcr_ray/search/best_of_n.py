@@ -22,6 +22,7 @@ from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search.candidates import check_answer_candidate
 from pcr_ray.search.scoring import ScoreBatch, pair_for
 from pcr_ray.search.selection import Answered, answer_quantity, quantity_key, select_answered
+from pcr_ray.search.strategy import search_strategy
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult, aggregate
 from pcr_ray.search.usage import propose_counted
 
@@ -42,6 +43,7 @@ def parse_sample(raw: str, problem: SearchProblem) -> tuple[Trace | None, str]:
     return trace, ""
 
 
+@search_strategy("best_of_n")
 def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | None,
                   cfg: SearchConfig) -> list[SearchResult]:
     """Sample, verify, score and pick the best verified trace of each problem."""
@@ -112,7 +114,7 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
             results[owner].n_scored, results[owner].n_prm_calls = a["scored"], a["prm_calls"]
             results[owner].n_cache_hits, results[owner].prm_tokens = a["cache_hits"], a["prm_tokens"]
             results[owner].prm_s = round(batch.seconds * a["scored"] / len(batch.requests), 4)
-    from pcr_ray.prm.render import render_step
+    from pcr_ray.core.render import render_step
 
     for i, kept in enumerate(valid):
         res = results[i]

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from pcr_ray.search.beam import SearchRun, finish_run, run_result, search_runs, start_runs
+from pcr_ray.search.strategy import search_strategy
 from pcr_ray.search.types import SearchConfig, SearchProblem, SearchResult
 
 SEED_STRIDE = 7919  # subtree j samples with seed offset j * SEED_STRIDE (LLM generators)
@@ -29,6 +30,7 @@ def n_subtrees(cfg: SearchConfig) -> int:
     return max(1, cfg.n_samples // cfg.beam_width)
 
 
+@search_strategy("dvts")
 def run_dvts(problems: list[SearchProblem], generator: Any, scorer: Any | None,
              cfg: SearchConfig) -> list[SearchResult]:
     """DVTS over a batch of problems; see the module docstring."""

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pcr_ray.core.render import render_context
 from pcr_ray.core.units import Dims, try_unit_info
 from pcr_ray.core.verifier import verify
-from pcr_ray.prm.render import render_context
 from pcr_ray.search.types import SearchProblem
 
 ANSWER, GOLD_STEP, REPEATED, OTHER = 1.0, 0.9, 0.05, 0.0

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcr_ray.core.render import render_candidate, render_context
 from pcr_ray.core.trace import Given, Step
-from pcr_ray.prm.render import render_candidate, render_context
 from pcr_ray.search.usage import score_counted
 
 
 def pair_for(problem_text: str, givens: Sequence[Given], prefix: Sequence[Step], step: Step,
              *, with_values: bool = True) -> tuple[str, str]:
-    """The (context, step) text pair the PRM scores; the rendering is pcr_ray.prm.render's, shared with training."""
+    """The (context, step) text pair the PRM scores; the rendering is pcr_ray.core.render's, shared with training."""
     if not with_values:
         prefix = [Step(s.op, s.args, s.out, None) for s in prefix]
         step = Step(step.op, step.args, step.out, None)

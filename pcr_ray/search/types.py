@@ -10,7 +10,8 @@ Methods (docs/search.md#methods):
 - `best_of_n`: N whole traces sampled, verified, ranked by the PRM's aggregate over their steps.
 - `dvts`: diverse verifier tree search: N/B subtrees (N = n_samples, B = beam_width), each a greedy search from
   one of the N/B best distinct first steps; their answered traces compete as in best_of_n.
-The strategies live beside this module in pcr_ray/search/; this module holds the shared types.
+The strategies live beside this module in pcr_ray/search/, each registered by name (pcr_ray.search.strategy);
+this module holds the shared types.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
 from pcr_ray.core.verifier import VerifierConfig
 from pcr_ray.search.selection import SELECTIONS
+from pcr_ray.search.strategy import STRATEGIES, Strategy
 
-METHODS = ("nsprm", "prm_only", "verifier_only", "greedy", "best_of_n", "dvts")
 AGGREGATES = ("last", "min", "mean", "prod")
 STOPS = ("first", "best")
 
@@ -74,8 +75,7 @@ class SearchConfig:
     verifier_coverage: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        strategy = STRATEGIES.get(self.method)  # an unknown method: UnknownNameError naming the known ones
         if self.answer_selection not in SELECTIONS:
             raise ValueError(f"answer_selection must be one of {SELECTIONS}, got {self.answer_selection!r}")
         if self.stop not in STOPS:
@@ -93,16 +93,21 @@ class SearchConfig:
         if not 0.0 <= self.verifier_coverage <= 1.0:
             raise ValueError(f"verifier_coverage must be in [0, 1] (the fraction of primitive families whose unit "
                              f"rules are checked), got {self.verifier_coverage}")
-        if self.method == "greedy" and self.beam_width != 1:
-            object.__setattr__(self, "beam_width", 1)
+        if strategy.beam_width is not None and self.beam_width != strategy.beam_width:
+            object.__setattr__(self, "beam_width", strategy.beam_width)
+
+    @property
+    def strategy(self) -> Strategy:
+        """The registered strategy `method` names."""
+        return STRATEGIES.get(self.method)
 
     @property
     def uses_verifier(self) -> bool:
-        return self.method != "prm_only"
+        return self.strategy.uses_verifier
 
     @property
     def uses_prm(self) -> bool:
-        return self.method != "verifier_only"
+        return self.strategy.uses_prm
 
     @property
     def verifier_config(self) -> VerifierConfig:

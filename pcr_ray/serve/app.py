@@ -23,7 +23,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pcr_ray import __version__, configs
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
-from pcr_ray.prm.build import QUICK, check_runtime
+from pcr_ray.prm.build import QUICK
+from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
 from pcr_ray.serve.models import (
     MAX_CANDIDATES,
@@ -249,20 +250,20 @@ def _other_row(i: int, raw: Any, diag: Any | None) -> dict[str, Any]:
 
 def _valued(result: Any) -> Any:
     """An accepted step carrying the verifier's recomputed value: how CSP training pairs render steps."""
-    from pcr_ray.prm.render import step_with_value
+    from pcr_ray.core.render import step_with_value
 
     return step_with_value(result.step, result.value if math.isfinite(result.value) else None)
 
 
 def _render_candidate(givens: Any, prefix: Any, step: Any) -> str:
-    from pcr_ray.prm.render import render_candidate
+    from pcr_ray.core.render import render_candidate
 
     return render_candidate(givens, prefix, step)
 
 
 def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
     """Trace form: verify the whole trace; every accepted step becomes a (context, step) pair to score."""
-    from pcr_ray.prm.render import render_context
+    from pcr_ray.core.render import render_context
 
     verdict = verify(trace)
     parsed, _ = parse_trace(trace)
@@ -294,7 +295,7 @@ def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
 
 def plan_candidates(problem: str, prefix: dict[str, Any], candidates: Sequence[Any]) -> _Plan:
     """Search form: verify the prefix, then each candidate against it; accepted candidates get scored."""
-    from pcr_ray.prm.render import render_context
+    from pcr_ray.core.render import render_context
 
     body = {k: v for k, v in prefix.items() if k != "answer"}
     parsed, shape_errors = parse_trace(body)

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from pcr_ray.paths import PACKAGE_DIR, build_once, cache_dir
@@ -62,19 +63,21 @@ def _complete(folder: Path) -> bool:
     return (folder / RECIPE_FILE).exists() and (folder / "model.safetensors").exists()
 
 
-def ensure_quick_sft(name: str) -> Path:
-    """The quick fine-tune `name`, trained on first use (in this process, all cores)."""
+def ensure_quick_sft(name: str, resolve_base: Callable[[str], str]) -> Path:
+    """The quick fine-tune `name`, trained on first use (in this process, all cores).
+
+    `resolve_base` turns the recipe's base model name into a folder (pcr_ray.generators.model_folder.resolve_model,
+    the caller: passed in, so that this module does not import the one that imports it)."""
     folder = quick_sft_folder(name)
     if _complete(folder):
         return folder
 
     def make(tmp: Path) -> None:
-        from pcr_ray.generators.model_folder import resolve_model
         from pcr_ray.sft.corpus import build_corpus
         from pcr_ray.sft.train import run_sft
 
         recipe = quick_recipe(name)
-        resolved = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model))
+        resolved = dataclasses.replace(recipe, base_model=resolve_base(recipe.base_model))
         examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                                          recipe.formats, physics_mix=recipe.physics_mix)
         summary["recipe_name"] = f"sft:{name}"

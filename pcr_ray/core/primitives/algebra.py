@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy
 
-from pcr_ray.core.primitives import expr as ex
+import pcr_ray.core.primitives.expr as ex
 from pcr_ray.core.primitives.numeric import as_int, div, quotient_of, reg, sqrt
 from pcr_ray.core.primitives.registry import DimError, DomainError, Param
 from pcr_ray.core.units import DIMENSIONLESS, Dims, dims_div

@@ -1,0 +1,27 @@
+"""The baseline registry: a method name -> the function that runs that baseline over a batch of problems."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pcr_ray.registry import Registry
+
+if TYPE_CHECKING:
+    from pcr_ray.search.types import SearchProblem, SearchResult
+
+
+class BaselineRun(Protocol):
+    """A baseline: answer a batch of SearchProblems with the generator alone (no search, no PRM).
+
+    `generator` offers `propose(requests)` (pcr_ray.generators.base.Generator); `cfg` is the `baseline`
+    mapping of the method config (its own keys, e.g. pyexec's sandbox limits; None for the defaults). Returns one
+    SearchResult per problem, in order, with `method` set to the baseline's name.
+    """
+
+    def __call__(self, problems: Sequence[SearchProblem], generator: Any,
+                 cfg: Mapping[str, Any] | None = None) -> list[SearchResult]: ...
+
+
+# a module of pcr_ray/baselines/ registers its run function with `@BASELINES.register(name)`
+BASELINES: Registry[BaselineRun] = Registry("baseline")
