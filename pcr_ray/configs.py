@@ -271,6 +271,13 @@ GENERATOR_SCHEMAS: dict[str, type] = {
 GENERATOR_KIND_ALIASES = {"enumerator": "enumerate", "llama_cpp": "llamacpp", "smollm2": "llamacpp"}
 
 
+def _generator(**default: Any) -> Any:
+    """A field holding one generator config, checked by the schema of its kind (`check`); no default without one."""
+    meta = {"schema_by_kind": GENERATOR_SCHEMAS}
+    return field(default_factory=lambda: dict(default), metadata=meta) if default else field(default=MISSING,
+                                                                                              metadata=meta)
+
+
 # ---------------------------------------------------------------------------------------------- search
 
 @dataclass
@@ -416,7 +423,7 @@ class EvaluateConfig:
     """`pcr-ray evaluate`: every method runs on the same problems; a row of results.parquet is one (problem, method)."""
 
     dataset: DatasetConfig = _factory(DatasetConfig)
-    generator: Any = MISSING  # a generator config; its schema is its kind's (GENERATOR_SCHEMAS)
+    generator: Any = _generator()  # a generator config; its schema is its kind's (GENERATOR_SCHEMAS)
     prm: PRMConfig = _factory(PRMConfig)
     search: SearchOptions = _factory(SearchOptions)
     # search methods: nsprm, prm_only, verifier_only, greedy, best_of_n, dvts; baselines: direct, pyexec.
@@ -451,7 +458,7 @@ class EvaluateConfig:
 @dataclass
 class GivensConfig:
     kind: str = "rule"  # rule: pcr_ray.data.givens.RuleBasedExtractor | llm: LLM extraction (JSON schema)
-    generator: Any = _dict(kind="llamacpp")  # the LLM extractor's generator (kind llm)
+    generator: Any = _generator(kind="llamacpp")  # the LLM extractor's generator (kind llm)
     reuse_generator: bool = False  # kind llm: use the search's generator instead (when it is an LLM)
 
 
@@ -469,7 +476,7 @@ class MethodConfig:
 class SolveConfig:
     """`pcr-ray solve`: sized for one problem of a few steps, answered in seconds on a laptop."""
 
-    generator: Any = MISSING
+    generator: Any = _generator()
     search: SearchOptions = _factory(SearchOptions)
     method: MethodConfig = _factory(MethodConfig)
     prm: PRMConfig = _factory(PRMConfig)

@@ -179,7 +179,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     rows = read_results(path).to_pylist()
     extra = {
         "run_dir": str(out), "dataset": str(cfg.dataset.name), "grading": GRADING_NOTES[str(cfg.grading.mode)],
-        "generator": str(cfg.generator.get("kind", cfg.generator.get("name", ""))),
+        "generator": str(cfg.generator.kind),
         "wall_s": round(time.time() - t_start, 2),
         "pipeline_s": round(stats.seconds, 2) if stats else 0.0,
         "rows_this_run": stats.rows if stats else 0,

@@ -385,8 +385,7 @@ def generator_runs_locally(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) 
         return True
     if placement == "actor":
         return False
-    kind = str(gen_cfg.get("kind") or gen_cfg.get("name") or "")
-    return kind in ("enumerate", "enumerator")
+    return str(gen_cfg["kind"]) in ("enumerate", "enumerator")
 
 
 def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namespace: str | None,

@@ -296,9 +296,9 @@ def launcher_nodes(path: str | Path, workers: str = "max") -> tuple[Node, ...]:
     """The nodes of a Ray cluster launcher config: the head and each worker type at its min or max count."""
     import yaml
 
-    cfg = yaml.safe_load(Path(path).read_text())
-    types = cfg["available_node_types"]
-    head = cfg["head_node_type"]
+    launcher = yaml.safe_load(Path(path).read_text())
+    types = launcher["available_node_types"]
+    head = launcher["head_node_type"]
     nodes = [Node("head", float(types[head]["resources"].get("CPU", 0)), int(types[head]["resources"].get("GPU", 0)))]
     for name, t in types.items():
         if name == head:

@@ -111,8 +111,8 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     """train_loop_per_worker: the shared loop over a RaySession."""
     from pcr_ray.prm.train_loop import TrainConfig, train_loop
 
-    cfg = TrainConfig.from_dict(config["train"])
-    train_loop(cfg, RaySession(cfg.seed, int(config.get("shuffle_buffer", 0))))
+    loop_cfg = TrainConfig.from_dict(config["train"])
+    train_loop(loop_cfg, RaySession(loop_cfg.seed, int(config["shuffle_buffer"])))
 
 
 def default_kinds(prm_kind: str) -> tuple[str, ...]:
