@@ -460,6 +460,7 @@ class GivensConfig:
     kind: str = "rule"  # rule: pcr_ray.data.givens.RuleBasedExtractor | llm: LLM extraction (JSON schema)
     generator: Any = _generator(kind="llamacpp")  # the LLM extractor's generator (kind llm)
     reuse_generator: bool = False  # kind llm: use the search's generator instead (when it is an LLM)
+    seed: int = 0  # kind llm: the extractor's sampling seed
 
 
 @dataclass

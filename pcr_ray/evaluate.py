@@ -67,7 +67,7 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
     """
     from pcr_ray.baselines.confine import check_mode, require_bwrap
 
-    if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines.get("sandbox", "bwrap"))) == "bwrap":
+    if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines["sandbox"])) == "bwrap":
         require_bwrap()
 
 
@@ -77,7 +77,7 @@ def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], t
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    if not any(s.method == "pyexec" for s in specs) or str(baselines.get("sandbox", "bwrap")) != "bwrap":
+    if not any(s.method == "pyexec" for s in specs) or str(baselines["sandbox"]) != "bwrap":
         return
     nodes = [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
     if len(nodes) <= 1:

@@ -46,6 +46,8 @@ BY_FILE: dict[tuple[str, str], Any] = {
     ("pipeline/make_pairs.py", "cfg"): C.MakePairsConfig, ("data/build.py", "cfg"): C.DataBuildConfig,
     ("sft/command.py", "cfg"): C.SFTConfig, ("pipeline/scaling.py", "scfg"): C.ScalingSweepConfig,
     ("pipeline/ray_runtime.py", "rcfg"): C.EvaluateRayConfig, ("pipeline/actors.py", "gen_cfg"): GENERATOR,
+    ("solve.py", "ex_cfg"): C.GivensConfig, ("solve.py", "method"): C.MethodConfig,
+    ("generators/givens_llm.py", "cfg"): C.GivensConfig,
 }
 METHODS = {"get", "items", "keys", "values", "pop", "setdefault", "copy", "update"}
 

@@ -266,7 +266,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         train_cfg["torch_threads"] = max(1, int(cpus))
     by_kind = kind_counts(train_ds)
     log.info("[train-prm] %s PRM: %d train / %d validation pairs (kinds %s), %s worker(s), backbone %s", kind,
-             n_train, n_val, list(kinds), scaling.get("num_workers", 1), train_cfg["backbone"])
+             n_train, n_val, list(kinds), scaling["num_workers"], train_cfg["backbone"])
     log.info("[train-prm] train pairs by kind: %s", ", ".join(f"{k} {v}" for k, v in by_kind.items()))
     trainer = TorchTrainer(
         ray_train_loop,
