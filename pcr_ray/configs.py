@@ -76,15 +76,18 @@ def _dict(**items: Any) -> Any:
     return field(default_factory=lambda: dict(items))
 
 
-def frozen_view(schema: type, name: str, *, drop: Sequence[str] = (),
-                first: Sequence[tuple[str, str, Any]] = ()) -> type:
-    """A frozen dataclass with the fields and defaults of the schema dataclass `schema` (lists as tuples), less
-    `drop`, after the `first` fields (name, type, default): what code takes where Hydra needs a mutable schema."""
-    specs: list[Any] = [(n, t, field(default=d)) for n, t, d in first]
+def frozen_view(schema: type, name: str, *, drop: Sequence[str] = (), first: Sequence[tuple[Any, ...]] = (),
+                defaults: bool = True) -> type:
+    """A frozen dataclass with the fields and (unless `defaults` is false) the defaults of the schema dataclass
+    `schema` (lists as tuples), less `drop`, after the `first` fields ((name, type) or (name, type, default)):
+    what code takes where Hydra needs a mutable schema."""
+    specs: list[Any] = [(f[0], f[1], field(default=f[2])) if len(f) == 3 else tuple(f) for f in first]
     for f in fields(schema):
         if f.name in drop:
             continue
-        if f.default_factory is not dataclasses.MISSING:
+        if not defaults:
+            specs.append((f.name, f.type))
+        elif f.default_factory is not dataclasses.MISSING:
             value = f.default_factory()
             specs.append((f.name, f.type, field(default=tuple(value)) if isinstance(value, list)
                           else field(default_factory=f.default_factory)))
