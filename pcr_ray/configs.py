@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Optional
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -766,8 +767,6 @@ SCHEMAS: dict[str, type] = {
 def register_schemas() -> None:
     """The schemas in Hydra's ConfigStore: `<entry point>_schema` (conf/<entry point>.yaml's first default) and,
     in the generator group, `<kind>_schema` (a generator preset's first default)."""
-    from hydra.core.config_store import ConfigStore
-
     cs = ConfigStore.instance()
     for name, schema in SCHEMAS.items():
         cs.store(name=f"{name}_schema", node=_open_mappings(OmegaConf.structured(schema)))
