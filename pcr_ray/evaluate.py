@@ -68,7 +68,7 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
     """
     from pcr_ray.baselines.confine import check_mode, require_bwrap
 
-    if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines.get("sandbox", "bwrap"))) == "bwrap":
+    if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines["sandbox"])) == "bwrap":
         require_bwrap()
 
 
@@ -78,7 +78,7 @@ def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], t
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    if not any(s.method == "pyexec" for s in specs) or str(baselines.get("sandbox", "bwrap")) != "bwrap":
+    if not any(s.method == "pyexec" for s in specs) or str(baselines["sandbox"]) != "bwrap":
         return
     nodes = [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
     if len(nodes) <= 1:
@@ -180,7 +180,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     rows = read_results(path).to_pylist()
     extra = {
         "run_dir": str(out), "dataset": str(cfg.dataset.name), "grading": GRADING_NOTES[str(cfg.grading.mode)],
-        "generator": str(cfg.generator.get("kind", cfg.generator.get("name", ""))),
+        "generator": str(cfg.generator.kind),
         "wall_s": round(time.time() - t_start, 2),
         "pipeline_s": round(stats.seconds, 2) if stats else 0.0,
         "rows_this_run": stats.rows if stats else 0,

@@ -53,12 +53,11 @@ def make_problem(text: str, cfg: Mapping[str, Any], generator: Any = None) -> Se
     """Givens and target of a free text via the configured extractor (rule-based or the LLM one)."""
     from pcr_ray.generators.givens_llm import build_extractor
 
-    ex_cfg = dict(cfg.get("givens") or {"kind": "rule"})
-    extractor = build_extractor(ex_cfg, generator if ex_cfg.get("kind") == "llm" and ex_cfg.get(
-        "reuse_generator") else None)
+    ex_cfg = cfg["givens"]
+    extractor = build_extractor(ex_cfg, generator if ex_cfg["kind"] == "llm" and ex_cfg["reuse_generator"] else None)
     ex = extractor.extract(text)
-    target = cfg.get("target_unit") or target_unit_of(ex.target)
-    return SearchProblem("solve", text, ex.givens, target or "", givens_source=str(ex_cfg.get("kind", "rule")))
+    target = cfg["target_unit"] or target_unit_of(ex.target)
+    return SearchProblem("solve", text, ex.givens, target or "", givens_source=str(ex_cfg["kind"]))
 
 
 def _fmt(x: float | None) -> str:
@@ -113,21 +112,21 @@ def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: A
     verbose adds a line on the PRM (describe_scorer) before the report."""
     if not text or not text.strip():
         raise ValueError("the problem text is empty")
-    method = dict(cfg.get("method") or {"name": "nsprm"})
-    name = str(method.get("name", "nsprm"))
+    method = cfg["method"]
+    name = str(method["name"])
     gen = generator if generator is not None else build_generator(dict(cfg["generator"]))
     problem = make_problem(text, cfg, gen)
     sc = None
     if name in BASELINES:
-        res = run_baseline(name, [problem], gen, dict(method.get("baseline") or {}))[0]
+        res = run_baseline(name, [problem], gen, dict(method["baseline"]))[0]
     elif name in STRATEGIES:
-        scfg = SearchConfig.from_dict({**dict(cfg.get("search") or {}), **dict(method.get("search") or {}),
-                                       "method": name, "log_candidates": bool(cfg.get("show_candidates", False))})
-        sc = scorer if scorer is not None or not scfg.uses_prm else load_scorer(dict(cfg.get("prm") or {}))
+        scfg = SearchConfig.from_dict({****cfg["search"], **method["search"],
+                                       "method": name, "log_candidates": bool(cfg["show_candidates"])})
+        sc = scorer if scorer is not None or not scfg.uses_prm else load_scorer(dict(cfg["prm"]))
         res = run_search([problem], gen, sc, scfg)[0]
     else:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(STRATEGIES.names() + BASELINES.names())}")
-    report = format_result(problem, res, show_candidates=bool(cfg.get("show_candidates", False)))
+    report = format_result(problem, res, show_candidates=bool(cfg["show_candidates"]))
     if verbose and sc is not None:
         report = f"{describe_scorer(sc)}\n{report}"
     return res, report

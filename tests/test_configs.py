@@ -8,7 +8,21 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pcr_ray.configs import SCHEMAS, ConfigError, check, compose
+from pcr_ray.configs import (
+    GENERATOR_SCHEMAS,
+    SCHEMAS,
+    ConfigError,
+    DatasetConfig,
+    EnumerateGeneratorConfig,
+    MakePairsConfig,
+    MethodConfig,
+    PRMConfig,
+    SearchOptions,
+    SFTRecipeConfig,
+    check,
+    compose,
+    generator_schema,
+)
 from pcr_ray.paths import conf_dir
 
 
@@ -35,11 +49,16 @@ def test_a_value_of_the_wrong_type_fails_with_its_key() -> None:
         compose("train_prm", ["train.epochs=[1,2]"])
 
 
-def test_a_key_the_yaml_leaves_out_is_reported() -> None:
+def test_a_key_the_yaml_leaves_out_takes_the_schema_default_and_one_without_default_is_reported() -> None:
     cfg = OmegaConf.to_container(compose("make_pairs"))
     del cfg["rel_tol"]
-    with pytest.raises(ConfigError, match="rel_tol"):
-        check("make_pairs", cfg)
+    assert check("make_pairs", cfg).rel_tol == MakePairsConfig.rel_tol
+    evaluate = OmegaConf.to_container(compose("evaluate"))
+    del evaluate["generator"]
+    with pytest.raises(ConfigError, match="no value for generator"):
+        check("evaluate", evaluate)
+    with pytest.raises(ConfigError, match="no value for generator.model"):
+        check("evaluate", {**evaluate, "generator": {"kind": "hf"}})
 
 
 def test_values_reach_the_config_typed() -> None:
@@ -60,23 +79,122 @@ def test_a_sweep_job_folder_name_stays_short_and_distinct():
     assert "${pcr_ray.dirname:${hydra.job.override_dirname}}" in raw["hydra"]["sweep"]["subdir"]
 
 
-def test_search_yaml_and_docs_state_the_typed_defaults() -> None:
-    """`SearchConfig`'s defaults are the search defaults: conf/search/default.yaml and the table of docs/search.md
-    may not state another value (the benchmarks build SearchConfig in Python and get the typed ones)."""
+def test_search_docs_state_the_typed_defaults() -> None:
+    """`SearchConfig`'s fields and defaults are `SearchOptions'`, the `search` group's schema: conf/search/default.yaml
+    states none of them, and the table of docs/search.md may not state another value."""
     import re
-
-    import yaml
 
     from pcr_ray.search import SearchConfig
 
     typed = {f.name: f.default for f in dataclasses.fields(SearchConfig)}
-    assert typed["aggregate"] == "min"
-    on_file = yaml.safe_load((conf_dir() / "search" / "default.yaml").read_text())
-    assert set(on_file) <= set(typed)
-    assert on_file == {k: typed[k] for k in on_file}
+    assert typed == {"method": "nsprm", **{f.name: f.default for f in dataclasses.fields(SearchOptions)}}
+    assert typed["aggregate"] == "min" and SearchConfig().aggregate == "min"
+    assert not OmegaConf.load(conf_dir() / "search" / "default.yaml")  # comments only
     docs = (Path(__file__).resolve().parents[1] / "docs" / "search.md").read_text()
     table = docs[docs.index("### Settings"):docs.index("## Generators")]
     rows = dict(re.findall(r"^\| `(\w+)` \| `?([^`|]+?)`? \|", table, re.MULTILINE))
     assert len(rows) >= 10
     for key, text in rows.items():
         assert str(typed[key]).lower() == text.strip().lower(), key
+
+
+def _group_schema(group: str, option: str) -> type:
+    if group == "generator":
+        return generator_schema(compose("evaluate", [f"generator={option}"]).generator.kind)
+    return {"prm": PRMConfig, "dataset": DatasetConfig, "search": SearchOptions, "sft_recipe": SFTRecipeConfig,
+            "method": MethodConfig}[group]
+
+
+def test_the_yaml_states_no_default_the_schema_states() -> None:
+    """Each default is stated once, in pcr_ray/configs.py: an entry point's YAML and a group preset that has no
+    other preset as its parent state no key at the schema's default value (experiments are presets: not checked)."""
+    restated = []
+    for name, schema in SCHEMAS.items():
+        raw = OmegaConf.to_container(OmegaConf.load(conf_dir() / f"{name}.yaml"), resolve=False)
+        defaults = OmegaConf.to_container(OmegaConf.structured(schema), resolve=False)
+        restated += [f"{name}.yaml: {k}" for k in _restated_plain(raw, defaults)]
+    for group in ("prm", "dataset", "search", "sft_recipe", "method", "generator"):
+        for path in sorted((conf_dir() / group).glob("*.yaml")):
+            raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+            parents = [d for d in raw.get("defaults", []) if d not in ("_self_",) and not str(d).endswith("_schema")]
+            if parents:
+                continue
+            defaults = OmegaConf.to_container(OmegaConf.structured(_group_schema(group, path.stem)), resolve=False)
+            restated += [f"{group}/{path.name}: {k}" for k in _restated_plain(raw, defaults)]
+    assert not restated, restated
+
+
+def _restated_plain(raw: dict, defaults: dict, path: str = "") -> list[str]:
+    out = []
+    for key, value in raw.items():
+        if key in ("defaults", "hydra") or key not in defaults or defaults[key] == "???":
+            continue
+        if isinstance(value, dict) and isinstance(defaults[key], dict) and value:
+            out += _restated_plain(value, defaults[key], f"{path}{key}.")
+        elif value == defaults[key]:
+            out.append(f"{path}{key}")
+    return out
+
+
+def test_every_composition_keeps_its_values_typed() -> None:
+    """Every entry point, every experiment and every group preset composes and checks; each generator is typed by
+    its kind's schema (every key of that kind present)."""
+    names = [(n, []) for n in SCHEMAS]
+    names += [("evaluate", [f"experiment={p.stem}"]) for p in sorted((conf_dir() / "experiment").glob("*.yaml"))]
+    names += [("solve", [f"generator={p.stem}"]) for p in sorted((conf_dir() / "generator").glob("*.yaml"))]
+    names += [("solve", [f"method={p.stem}"]) for p in sorted((conf_dir() / "method").glob("*.yaml"))]
+    names += [("serve", [f"prm={p.stem}"]) for p in sorted((conf_dir() / "prm").glob("*.yaml"))]
+    names += [("sft", [f"sft_recipe={p.stem}"]) for p in sorted((conf_dir() / "sft_recipe").glob("*.yaml"))]
+    for name, overrides in names:
+        cfg = compose(name, overrides)
+        if name not in ("evaluate", "solve"):
+            continue
+        for gen in [cfg.get("generator"), *(cfg.get("generators") or {}).values()]:
+            if gen is not None:
+                assert set(gen) == {f.name for f in dataclasses.fields(generator_schema(gen.kind))}, (name, overrides)
+
+
+def test_a_generator_key_of_another_kind_fails_naming_the_key_and_the_kind() -> None:
+    with pytest.raises(ConfigError, match=r"'cap'.*generator kind 'vllm'"):
+        compose("evaluate", ["generator=vllm_tiny", "+generator.cap=3"])
+    with pytest.raises(ConfigError, match=r"generators.llm.*'cap'.*generator kind 'llamacpp'"):
+        compose("evaluate", ["experiment=demo"], values={"generators": {"llm": {"cap": 3}}})
+    with pytest.raises(ConfigError, match=r"givens.generator.*'typed'.*generator kind 'llamacpp'"):
+        compose("solve", values={"givens": {"generator": {"typed": False}}})
+    with pytest.raises(ConfigError, match="unknown generator kind 'gpt'"):
+        compose("solve", ["generator.kind=gpt"])
+    assert compose("solve", values={"givens": {"generator": {"kind": "vllm"}}}).givens.generator.max_ops == 48
+
+
+def test_a_method_override_may_set_only_the_options_of_its_method() -> None:
+    compose("evaluate", values={"method_overrides": {"best_of_n": {"n_samples": 4}}})
+    with pytest.raises(ConfigError, match=r"method_overrides.nsprm.*'n_samples'.*method 'nsprm'"):
+        compose("evaluate", values={"method_overrides": {"nsprm": {"n_samples": 4}}})
+    with pytest.raises(ConfigError, match=r"method.search.*'beam_width'.*method 'best_of_n'"):
+        compose("solve", ["method=best_of_n", "+method.search.beam_width=2"])
+    with pytest.raises(ConfigError, match=r"search_source_overrides.physics.*'aggregate'"):
+        compose("evaluate", ["+search_source_overrides.physics.aggregate=[1]"])
+    with pytest.raises(ConfigError, match="generator_source_overrides.gsm8k.*'opz'"):
+        compose("evaluate", values={"generator_source_overrides": {"gsm8k": {"opz": ["add"]}}})
+
+
+def test_each_generator_schema_states_its_backends_defaults() -> None:
+    """The backends' constructors take what the schema of their kind states, at the same defaults."""
+    import inspect
+
+    from pcr_ray.generators.enumerate import EnumeratorGenerator
+    from pcr_ray.generators.hf import HFGenerator
+    from pcr_ray.generators.llamacpp import LlamaCppGenerator
+    from pcr_ray.generators.vllm import VLLMGenerator
+
+    for kind, cls in {"llamacpp": LlamaCppGenerator, "vllm": VLLMGenerator, "hf": HFGenerator}.items():
+        params = {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items() if n != "self"}
+        schema = {f.name: f.default for f in dataclasses.fields(GENERATOR_SCHEMAS[kind]) if f.name != "kind"}
+        assert set(schema) == set(params), kind
+        for key, default in schema.items():
+            assert default == "???" and params[key] is inspect.Parameter.empty or default == params[key], (kind, key)
+    enum = {f.name: f.default for f in dataclasses.fields(EnumeratorGenerator) if f.name not in ("uses_feedback",
+                                                                                                 "stats")}
+    schema = OmegaConf.to_container(OmegaConf.structured(EnumerateGeneratorConfig))
+    del schema["kind"]
+    assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in enum.items()} == schema

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from pcr_ray.configs import to_plain
 from pcr_ray.evaluate import compose_config
@@ -121,7 +120,7 @@ def test_plan_command_prints_every_shape_and_exits_by_fit(capsys):
 def test_a_job_that_cannot_fit_the_cluster_fails_at_once_naming_what(ray_session):
     """The session's Ray has 2 CPUs and no GPU: an evaluation whose generator actor asks a GPU fails before any
     actor starts, within the wait it was given, and says which pool, what it asked and what the cluster has."""
-    cfg = _cfg("experiment=smoke", "generator=llamacpp", "actors.generator.num_gpus=1", "methods=[nsprm]")
+    cfg = _cfg("generator=llamacpp", "actors.generator.num_gpus=1", "methods=[nsprm]", "ray.num_cpus=2")
     t0 = time.monotonic()
     with pytest.raises(PlanError) as err:
         check_cluster(cfg, wait_s=1.0, poll_s=0.5)
@@ -150,9 +149,11 @@ def test_an_actor_that_never_starts_is_an_error_naming_it(ray_session):
 
 
 def test_the_actor_start_timeouts_are_in_the_schema():
-    raw = OmegaConf.load(conf_dir() / "evaluate.yaml")
-    assert raw.actors.generator.start_timeout_s > 0 and raw.actors.prm.start_timeout_s > 0
-    assert raw.ray.wait_for_nodes_s > 0
+    from pcr_ray.configs import EvaluateConfig
+
+    cfg = EvaluateConfig()
+    assert cfg.actors.generator.start_timeout_s > 0 and cfg.actors.prm.start_timeout_s > 0
+    assert cfg.ray.wait_for_nodes_s > 0
 
 
 def test_the_cli_lists_plan_and_tells_its_version(capsys):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from pcr_ray.configs import ConfigError, check, compose
+from pcr_ray.configs import ConfigError, PRMConfig, check, compose
 from pcr_ray.pipeline.actors import prm_cache_stats
 from pcr_ray.prm.build import build_scorer
 from pcr_ray.prm.checkpoints import ensure_checkpoint
@@ -140,6 +140,8 @@ def test_runtime_settings_are_checked(checkpoint):
         build_scorer({"runtime": "torch", "int8": True}, checkpoint)
     body = OmegaConf.to_container(compose("evaluate"), resolve=True)
     del body["prm"]["runtime"]
+    assert check("evaluate", body).prm.runtime == PRMConfig.runtime  # a key left out: the schema's default
+    body["prm"]["runtime"] = ["onnx"]
     with pytest.raises(ConfigError, match="runtime"):
         check("evaluate", body)
     sc = build_scorer(compose("evaluate").prm, checkpoint)

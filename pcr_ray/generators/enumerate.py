@@ -39,7 +39,7 @@ import re
 import time
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pcr_ray.core.naming import fresh_name
@@ -124,8 +124,7 @@ class EnumeratorGenerator:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> EnumeratorGenerator:
         """From a config mapping (unknown keys are an error, so typos do not pass silently)."""
-        known = {"typed", "cap", "seed", "literals", "families", "ops", "answer_coverage", "rollout_max_steps",
-                 "max_per_op", "head_per_op", "head_share", "verifier_coverage"}
+        known = {f.name for f in fields(cls) if f.init} - {"uses_feedback", "stats"}  # its settings
         extra = set(cfg) - known - {"kind", "name", "description"}
         if extra:
             raise ValueError(f"unknown enumerator option(s) {sorted(extra)}; known: {sorted(known)}")

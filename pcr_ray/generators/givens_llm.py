@@ -9,7 +9,7 @@ whose unit does not parse, or whose name repeats are dropped (counted in `droppe
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pcr_ray.core.trace import NAME_RE, Given
@@ -76,9 +76,10 @@ class LLMGivensExtractor:
         return self.extract_many([text])[0]
 
 
-def build_extractor(cfg: dict[str, Any] | None, generator: Any = None) -> Any:
-    """'rule' (default) -> the data package's RuleBasedExtractor; 'llm' -> LLMGivensExtractor over `generator`."""
-    kind = (cfg or {}).get("kind", "rule")
+def build_extractor(cfg: Mapping[str, Any], generator: Any = None) -> Any:
+    """From a checked `givens` config (pcr_ray.configs.GivensConfig): kind 'rule' -> the data package's
+    RuleBasedExtractor; 'llm' -> LLMGivensExtractor over `generator`, else over one built from cfg['generator']."""
+    kind = cfg["kind"]
     if kind in ("rule", "rules", "rule_based"):
         from pcr_ray.data.givens import RuleBasedExtractor
 
@@ -87,9 +88,8 @@ def build_extractor(cfg: dict[str, Any] | None, generator: Any = None) -> Any:
         if generator is None:
             from pcr_ray.generators.base import build_generator
 
-            gcfg = (cfg or {}).get("generator") or {"kind": "llamacpp"}
-            generator = build_generator(gcfg)
-        return LLMGivensExtractor(generator, seed=int((cfg or {}).get("seed", 0)))
+            generator = build_generator(cfg["generator"])
+        return LLMGivensExtractor(generator, seed=int(cfg["seed"]))
     raise ValueError(f"unknown givens extractor {kind!r}; expected 'rule' or 'llm'")
 
 

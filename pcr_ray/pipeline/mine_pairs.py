@@ -68,11 +68,11 @@ class MineBatch:
 def _select_problems(rows: list[dict[str, Any]], cfg: Mapping[str, Any], mcfg: MineConfig) -> list[dict[str, Any]]:
     """The problems of the configured splits, at most limit_per_split of each (a hash order of the ids, so a
     limited set mixes the sources)."""
-    splits = [str(s) for s in (cfg.get("splits") or SPLITS)]
+    splits = [str(s) for s in (cfg["splits"] or SPLITS)]
     bad = [s for s in splits if s not in SPLITS]
     if bad:
         raise ValueError(f"splits must be among {list(SPLITS)}, got {bad}")
-    lim = cfg.get("limit_per_split") or 0
+    lim = cfg["limit_per_split"] or 0
     limits = {s: int((lim.get(s) or 0) if isinstance(lim, Mapping) else lim) for s in splits}
     taken = dict.fromkeys(splits, 0)
     out = []

@@ -92,24 +92,23 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
     from pcr_ray.pipeline.actors import generator_runs_locally, vllm_placement
     from pcr_ray.pipeline.evaluate_pipeline import parse_methods
 
-    specs = parse_methods(cfg["methods"], cfg.get("method_generators") or {}, cfg.get("method_overrides") or {},
-                          cfg.get("method_prms") or {})
-    gens = {"default": cfg["generator"], **dict(cfg.get("generators") or {})}
-    prms = {"default": cfg["prm"], **dict(cfg.get("prms") or {})}
+    specs = parse_methods(cfg["methods"], cfg["method_generators"], cfg["method_overrides"], cfg["method_prms"])
+    gens = {"default": cfg["generator"], **cfg["generators"]}
+    prms = {"default": cfg["prm"], **cfg["prms"]}
     actors = cfg["actors"]
     out: list[Pool] = []
     for key in sorted({s.generator for s in specs}):
         g, a = dict(gens[key]), actors["generator"]
         if generator_runs_locally(g, a):
             continue
-        kind = str(g.get("kind") or "")
+        kind = str(g["kind"])
         if backend_of(g).async_engine:
             place = vllm_placement(g, a)
-            tp = int(g.get("tensor_parallel_size") or 1) if place["bundles"] else 1
+            tp = int(g["tensor_parallel_size"]) if place["bundles"] else 1
             gpus = float(place["num_gpus"]) if not place["bundles"] else float(tp)
             cpus = float(place["num_cpus"]) if not place["bundles"] else float(place["bundles"][0]["CPU"])
-            on_gpu = gpus > 0 and str(g.get("device", "cuda")) != "cpu"  # a CPU engine may still reserve GPUs
-            mem = float(g.get("gpu_memory_utilization") or 0.0) if on_gpu else 0.0
+            on_gpu = gpus > 0 and str(g["device"]) != "cpu"  # a CPU engine may still reserve GPUs
+            mem = float(g["gpu_memory_utilization"]) if on_gpu else 0.0
             out.append(Pool(f"generator:{key}", int(a["replicas"]), cpus, gpus, tp, mem,
                             f"vLLM engine, {g.get('model')}"))
         else:
@@ -299,9 +298,9 @@ def launcher_nodes(path: str | Path, workers: str = "max") -> tuple[Node, ...]:
     """The nodes of a Ray cluster launcher config: the head and each worker type at its min or max count."""
     import yaml
 
-    cfg = yaml.safe_load(Path(path).read_text())
-    types = cfg["available_node_types"]
-    head = cfg["head_node_type"]
+    launcher = yaml.safe_load(Path(path).read_text())
+    types = launcher["available_node_types"]
+    head = launcher["head_node_type"]
     nodes = [Node("head", float(types[head]["resources"].get("CPU", 0)), int(types[head]["resources"].get("GPU", 0)))]
     for name, t in types.items():
         if name == head:

@@ -30,7 +30,7 @@ SELECTION = {"best_of_n": "best", "weighted": "vote", "majority": "vote"}
 
 def check_scaling(scfg: Mapping[str, Any]) -> None:
     """ValueError naming the key when `scaling` (budgets, width, methods) cannot run."""
-    budgets = list(scfg.get("budgets") or [])
+    budgets = list(scfg["budgets"])
     if any(int(n) < 1 for n in budgets) or len(set(budgets)) != len(budgets):
         raise ValueError(f"scaling.budgets must be distinct numbers >= 1, got {budgets}")
     if int(scfg["width"]) < 1:
@@ -42,7 +42,7 @@ def check_scaling(scfg: Mapping[str, Any]) -> None:
 
 def scaling_specs(scfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The method specs (evaluate's `methods` entries) a scaling sweep runs; [] when scaling.budgets is empty."""
-    budgets = sorted(int(n) for n in scfg.get("budgets") or [])
+    budgets = sorted(int(n) for n in scfg["budgets"])
     if not budgets:
         return []
     check_scaling(scfg)

@@ -112,8 +112,8 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     """train_loop_per_worker: the shared loop over a RaySession."""
     from pcr_ray.prm.train_loop import TrainConfig, train_loop
 
-    cfg = TrainConfig.from_dict(config["train"])
-    train_loop(cfg, RaySession(cfg.seed, int(config.get("shuffle_buffer", 0))))
+    loop_cfg = TrainConfig.from_dict(config["train"])
+    train_loop(loop_cfg, RaySession(loop_cfg.seed, int(config["shuffle_buffer"])))
 
 
 def default_kinds(prm_kind: str) -> tuple[str, ...]:
@@ -267,7 +267,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
         train_cfg["torch_threads"] = max(1, int(cpus))
     by_kind = kind_counts(train_ds)
     log.info("[train-prm] %s PRM: %d train / %d validation pairs (kinds %s), %s worker(s), backbone %s", kind,
-             n_train, n_val, list(kinds), scaling.get("num_workers", 1), train_cfg["backbone"])
+             n_train, n_val, list(kinds), scaling["num_workers"], train_cfg["backbone"])
     log.info("[train-prm] train pairs by kind: %s", ", ".join(f"{k} {v}" for k, v in by_kind.items()))
     trainer = TorchTrainer(
         ray_train_loop,

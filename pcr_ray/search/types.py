@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pcr_ray.configs import SearchOptions, frozen_view
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
 from pcr_ray.core.verifier import VerifierConfig
@@ -33,46 +34,11 @@ STOPS = ("first", "best")
 
 
 @dataclass(frozen=True)
-class SearchConfig:
-    """Search settings; `method` picks the variant, the rest bound the work done per problem.
-
-    beam_width: B partial traces kept per step; k: candidates asked per beam (LLM generators; the
-    enumerator returns its whole capped list); max_steps: longest trace; max_retries: re-asks of a beam
-    whose candidates were all rejected (each carries the diagnostics); aggregate: how step scores make a
-    trace score; threshold: steps scored below it are pruned; n_complete: answered traces to collect before
-    stopping; max_backtracks: times a problem whose beams all died resumes from the best pruned alternatives;
-    n_samples: N for best_of_n and dvts (dvts grows n_samples // beam_width subtrees, at least one);
-    render_values: steps shown to the PRM with their computed value (as in training);
-    answer_selection: which answered trace is returned when there are several (n_complete > 1, best_of_n):
-    `best` (highest aggregate) or `vote` (weighted majority over answer quantities; search/selection.py);
-    stop: when a PRM-ranked search ends once it holds n_complete answered traces: `first` at once, `best` only when
-    no live beam scores above the best answered trace (a weaker beam's answer does not end a better-scored path;
-    exact for `min` and `prod`, which never rise along a trace).
-    Children of equal aggregate keep generator order (answer declarations first).
-    verifier_coverage: the fraction of primitive families whose unit rules the search's verifier checks
-    (pcr_ray.core.verifier.covered_families; 1.0: all; the coverage ablation lowers it). The returned trace's
-    `trace_ok` is still judged by the full verifier, so an answer that only the switched-off rules would reject
-    shows as one that does not verify.
-    """
-
-    method: str = "nsprm"
-    beam_width: int = 4
-    k: int = 8
-    max_steps: int = 8
-    max_retries: int = 2
-    aggregate: str = "min"
-    threshold: float = 0.0
-    n_complete: int = 1
-    max_backtracks: int = 3
-    max_feedback: int = 3
-    n_samples: int = 8
-    seed: int = 0
-    dedupe_beams: bool = True
-    render_values: bool = True
-    log_candidates: bool = False
-    answer_selection: str = "best"
-    stop: str = "first"
-    verifier_coverage: float = 1.0
+class SearchConfig(frozen_view(SearchOptions, "SearchFields", first=(("method", "str", "nsprm"),))):
+    """Search settings: `method` picks the variant, the rest bound the work done per problem. The fields, their
+    defaults and meanings are pcr_ray.configs.SearchOptions' (the `search` config group's schema); the options a
+    method reads are configs.SEARCH_SCHEMAS'. Children of equal aggregate keep generator order (answer
+    declarations first)."""
 
     def __post_init__(self) -> None:
         strategy = STRATEGIES.get(self.method)  # an unknown method: UnknownNameError naming the known ones

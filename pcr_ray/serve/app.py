@@ -47,39 +47,12 @@ VERSION = __version__
 # ---------------------------------------------------------------------------------------------- settings
 
 @dataclass(frozen=True)
-class ServeSettings:
-    """The service's settings: the checked `serve` config (conf/serve.yaml, configs.ServeConfig) with its
-    `prm` group folded in and `ray.address` as `ray_address`. The config states every default; build these with
-    `from_config` (a composed config) or `from_mapping` (some keys, on top of the config's)."""
-
-    checkpoint: str | None  # None or `quick`: find_checkpoint(kind)
-    kind: str
-    family: str  # cross_encoder, or causal_lm: an off-the-shelf PRM named by checkpoint (pcr_ray.prm.causal_lm)
-    convention: str | None  # causal_lm: qwen_prm | math_shepherd
-    prm_enabled: bool
-    replicas: int
-    max_batch_size: int
-    host: str
-    port: int
-    max_body_bytes: int
-    app_name: str
-    route_prefix: str
-    runtime: str  # torch | onnx (ONNX Runtime int8, CPU): pcr_ray.prm.build.check_runtime
-    cache_size: int  # logits each PRM replica keeps by (context, step) text (pcr_ray.prm.score_cache); 0: none
-    int8: bool
-    bf16: bool  # score batched under bfloat16 autocast (not with int8)
-    device: str
-    scorer_max_batch: int
-    scorer_max_length: int | None  # None: the length the checkpoint was trained at
-    prm_num_cpus: float
-    prm_num_gpus: float  # GPUs each PRM replica reserves (1, or 0.5 to share one); prm.device=cuda needs > 0
-    ingress_num_cpus: float
-    max_ongoing_requests: int
-    torch_threads: int
-    ray_address: str | None
-    api_key_env: str  # the API key's environment variable (pcr_ray.serve.auth)
-    api_key_file: str | None  # or a file holding it; beyond loopback one of them is required ...
-    allow_unauthenticated: bool  # ... unless this says otherwise (a loud warning)
+class ServeSettings(configs.frozen_view(configs.ServeConfig, "ServeFields", drop=("prm", "ray"),
+                                        first=(("ray_address", "Optional[str]"),), defaults=False)):
+    """The service's settings: the checked `serve` config (conf/serve.yaml) with its `prm` group folded in and
+    `ray.address` as `ray_address`. The fields, their types and meanings are configs.ServeConfig's; the config
+    states every default: build these with `from_config` (a composed config) or `from_mapping` (some keys, on top
+    of the config's)."""
 
     @classmethod
     def from_config(cls, cfg: DictConfig | Mapping[str, Any]) -> ServeSettings:

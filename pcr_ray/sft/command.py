@@ -15,7 +15,6 @@ from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.train_prm import fit_and_release
 from pcr_ray.prm.checkpoints import install_checkpoint
 from pcr_ray.sft.examples import SFTExample
-from pcr_ray.sft.quick import recipe_from_config
 from pcr_ray.sft.train import RECIPE_FILE, SFTRecipe, save, train_model
 
 
@@ -26,7 +25,7 @@ def ray_sft_loop(config: dict[str, Any]) -> None:
 
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    recipe = SFTRecipe(**config["recipe"])
+    recipe = SFTRecipe.from_config(config["recipe"])
     examples = [SFTExample(**e) for e in config["examples"]]
     model, tok, result = train_model(examples, recipe, prepare=prepare_model, shard=(rank, world))
     metrics = {"loss": result.losses[-1], "steps": result.steps, "tokens": result.tokens,
@@ -50,7 +49,7 @@ def build_trainer(cfg: dict[str, Any]) -> tuple[Any, list[SFTExample], SFTRecipe
 
     rcfg, scaling = cfg["sft_recipe"], cfg["scaling"]
     name = str(rcfg["name"])
-    recipe = recipe_from_config(rcfg)
+    recipe = SFTRecipe.from_config(rcfg)
     examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                                      recipe.formats, cfg["data_dir"], recipe.physics_mix)
     summary["recipe_name"] = name

@@ -33,13 +33,7 @@ def quick_recipe(name: str) -> SFTRecipe:
         raise ValueError(f"unknown quick fine-tune sft:{name}; known: " + ", ".join(f"sft:{n}" for n in QUICK_RECIPES))
     from pcr_ray.configs import compose, to_plain
 
-    return recipe_from_config(to_plain(compose("sft", [f"sft_recipe={name}"]))["sft_recipe"])
-
-
-def recipe_from_config(rcfg: dict) -> SFTRecipe:
-    """An SFTRecipe from an `sft_recipe` config block (its `name` is the folder's, not the recipe's)."""
-    kw = {k: v for k, v in rcfg.items() if k != "name"}
-    return SFTRecipe(**{**kw, "formats": tuple(kw["formats"])})
+    return SFTRecipe.from_config(to_plain(compose("sft", [f"sft_recipe={name}"]))["sft_recipe"])
 
 
 def _key(recipe: SFTRecipe) -> str:

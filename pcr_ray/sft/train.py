@@ -13,11 +13,12 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.configs import SFTRecipeConfig, frozen_view
 from pcr_ray.sft.examples import SFTExample
 
 log = logging.getLogger(__name__)
@@ -27,27 +28,15 @@ RECIPE_FILE = "sft.json"
 
 
 @dataclass(frozen=True)
-class SFTRecipe:
-    """What a fine-tune is: base model, data, optimisation (conf/sft_recipe/*.yaml state every value; the
-    meaning of each field is commented there). Stored in the checkpoint's sft.json."""
+class SFTRecipe(frozen_view(SFTRecipeConfig, "SFTRecipeFields", drop=("name",))):
+    """What a fine-tune is: base model, data, optimisation. The fields, their defaults and meanings are
+    pcr_ray.configs.SFTRecipeConfig's (less the recipe's `name`; lists as tuples). Stored in the checkpoint's
+    sft.json."""
 
-    base_model: str
-    physics_problems: int
-    physics_seed: int
-    physics_mix: str
-    gsm8k_train: int
-    formats: tuple[str, ...]
-    epochs: float
-    lr: float
-    batch_size: int
-    max_len: int
-    warmup: int
-    lora_r: int
-    lora_alpha: int
-    bf16: bool
-    seed: int
-    max_steps: int
-    prompt: str
+    @classmethod
+    def from_config(cls, rcfg: Mapping[str, Any]) -> SFTRecipe:
+        """The recipe of a checked `sft_recipe` config block (its `name` names the folder, not the recipe)."""
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in rcfg.items() if k != "name"})
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "formats": list(self.formats)}
