@@ -120,7 +120,7 @@ def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: A
     if name in BASELINES:
         res = run_baseline(name, [problem], gen, dict(method["baseline"]))[0]
     elif name in STRATEGIES:
-        scfg = SearchConfig.from_dict({****cfg["search"], **method["search"],
+        scfg = SearchConfig.from_dict({**cfg["search"], **method["search"],
                                        "method": name, "log_candidates": bool(cfg["show_candidates"])})
         sc = scorer if scorer is not None or not scfg.uses_prm else load_scorer(dict(cfg["prm"]))
         res = run_search([problem], gen, sc, scfg)[0]
