@@ -57,21 +57,22 @@ def _held_out(n: int) -> dict[str, list]:
     return sets
 
 
-def _generator(backend: str, fine_tuned: bool):
+def _generator(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny"):
     from pcr_ray.configs import compose, to_plain
     from pcr_ray.generators.base import build_generator
 
     if backend == "hf":
         name = "sft_tiny"
-        over = [] if fine_tuned else ["generator.model=tiny:smollm2", "generator.prompt=full"]
+        over = [f"generator.model={sft_model}"] if fine_tuned else ["generator.model=tiny:smollm2",
+                                                                    "generator.prompt=full"]
     else:
         name = "vllm_sft_tiny" if fine_tuned else "vllm_tiny"
-        over = []
+        over = [f"generator.model={sft_model}"] if fine_tuned else []
     cfg = to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
     return build_generator(cfg)
 
 
-def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...]) -> dict:
+def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_model: str = "sft:tiny") -> dict:
     from pcr_ray.sft.measure import step_validity
 
     sets = _held_out(n)
@@ -79,7 +80,7 @@ def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...]) -> dic
     for label, fine_tuned in (("base_full_prompt", False), ("sft_compact_prompt", True)):
         if label.split("_")[0] not in models:
             continue
-        gen = _generator(backend, fine_tuned)
+        gen = _generator(backend, fine_tuned, sft_model)
         out[label] = {}
         for ds, problems in sets.items():
             before = dict(gen.stats.extra)
@@ -96,7 +97,7 @@ def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...]) -> dic
         out.setdefault("ratios", {})[ds] = {
             "valid_per_s": round(s["valid_per_s"] / b["valid_per_s"], 2) if b["valid_per_s"] else None,
             "proposals_per_s": round(s["proposals_per_s"] / b["proposals_per_s"], 2)}
-    return {"generate": out, "backend": backend, "problems_per_set": n, "k": k}
+    return {"generate": out, "backend": backend, "problems_per_set": n, "k": k, "sft_model": sft_model}
 
 
 def main(argv: list[str]) -> int:
@@ -107,13 +108,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--problems", type=int, default=20, help="held-out problems per data set (generate)")
     ap.add_argument("-k", type=int, default=4, help="proposals per request (generate)")
     ap.add_argument("--models", default="base,sft", help="which of base,sft to measure (generate)")
+    ap.add_argument("--sft-model", default="sft:tiny", help="the fine-tuned model: sft:<recipe> or a folder (generate)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
     args = ap.parse_args(argv)
     if args.part == "train":
         result, name = bench_train(args.steps), "bench_sft_train"
     else:
         models = tuple(args.models.split(","))
-        result = bench_generate(args.backend, args.problems, args.k, models)
+        result = bench_generate(args.backend, args.problems, args.k, models, args.sft_model)
         name = f"bench_sft_generate_{args.backend}"
     result["machine"] = machine_info()
     write_result(name, result, commit=args.results or None)

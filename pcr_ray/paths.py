@@ -27,9 +27,11 @@ def _env_path(var: str) -> Path | None:
 
 
 def conf_dir() -> Path:
-    """Hydra config folder: $PCR_RAY_CONF, else the installed package's conf/, else the checkout's conf/."""
+    """Hydra config folder: $PCR_RAY_CONF, else the installed package's conf/, else the checkout's conf/ (a
+    pcr_ray/conf/ folder without the configs, left over in a checkout, does not count)."""
     installed = PACKAGE_DIR / "conf"
-    return (_env_path("PCR_RAY_CONF") or (installed if installed.is_dir() else PACKAGE_DIR.parent / "conf")).resolve()
+    found = installed if (installed / "evaluate.yaml").is_file() else PACKAGE_DIR.parent / "conf"
+    return (_env_path("PCR_RAY_CONF") or found).resolve()
 
 
 def data_dir() -> Path:
