@@ -198,3 +198,18 @@ def test_each_generator_schema_states_its_backends_defaults() -> None:
     schema = OmegaConf.to_container(OmegaConf.structured(EnumerateGeneratorConfig))
     del schema["kind"]
     assert {k: (list(v) if isinstance(v, tuple) else v) for k, v in enum.items()} == schema
+
+
+def test_conf_dir_is_the_installed_copy_else_the_checkouts(tmp_path, monkeypatch) -> None:
+    import pcr_ray.paths as paths
+
+    monkeypatch.delenv("PCR_RAY_CONF", raising=False)
+    pkg = tmp_path / "pcr_ray"
+    (pkg / "conf" / "dataset").mkdir(parents=True)  # a leftover folder without the configs
+    (tmp_path / "conf").mkdir()
+    monkeypatch.setattr(paths, "PACKAGE_DIR", pkg)
+    assert paths.conf_dir() == (tmp_path / "conf").resolve()
+    (pkg / "conf" / "evaluate.yaml").write_text("{}\n")  # an installed wheel's copy
+    assert paths.conf_dir() == (pkg / "conf").resolve()
+    monkeypatch.setenv("PCR_RAY_CONF", str(tmp_path / "mine"))
+    assert paths.conf_dir() == (tmp_path / "mine").resolve()
