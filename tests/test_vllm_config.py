@@ -30,8 +30,12 @@ def test_vllm_tiny_differs_from_qwen_only_in_model_device_dtype_and_sizes() -> N
     assert gen.device == "cpu" and gen.engine_kwargs["enable_prefix_caching"] is True
     assert gen.engine_kwargs["structured_outputs_config"] == {"backend": "xgrammar", "disable_any_whitespace": True}
     assert "gpu_memory_utilization" not in gen.engine_kwargs
+    # on a CPU every prompt is prefilled whole (a chunked prefill of a seeded request kills vLLM's CPU engine)
+    assert gen.engine_kwargs["enable_chunked_prefill"] is False
+    assert gen.engine_kwargs["max_num_batched_tokens"] == gen.engine_kwargs["max_model_len"]
     q = VLLMGenerator.from_config(qwen)
     assert q.device == "cuda" and q.engine_kwargs["gpu_memory_utilization"] == 0.85
+    assert "enable_chunked_prefill" not in q.engine_kwargs
 
 
 def test_engine_actor_reserves_gpus_or_cpus() -> None:

@@ -124,6 +124,11 @@ class VLLMGenerator:
             if tensor_parallel_size > 1:
                 # inside a Ray actor placed in a placement group, vLLM's Ray executor uses that group's bundles
                 self.engine_kwargs["distributed_executor_backend"] = "ray"
+        if device == "cpu":
+            # vLLM's CPU sampler cannot rewind a seeded request's generator when a prompt is prefilled in chunks
+            # ("CPU Generator does not use offset" kills the engine once several long prompts share a step), so
+            # on a CPU a prompt is prefilled whole
+            self.engine_kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max_model_len)
         if max_num_seqs:
             self.engine_kwargs["max_num_seqs"] = int(max_num_seqs)
         self.cpu_kvcache_gb, self.omp_threads = cpu_kvcache_gb, omp_threads
