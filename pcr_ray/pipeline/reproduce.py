@@ -146,13 +146,12 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
                "prm=deberta_v3_base", *PAPER_CLUSTER, "actors.generator.placement=actor",
                "actors.generator.num_gpus=1", "actors.prm.num_gpus=0.25")
         for kind in ("csp", "random"):
-            steps.append(_evaluate(f"csp_ablation_{kind}", out, [
-                "experiment=csp_ablation", *gpu, "~generator.cap", "methods=[nsprm,prm_only]",
+            steps.append(_evaluate(f"csp_ablation_{kind}", out, [  # experiment=csp_ablation's groups, on the GPU
+                *gpu, "methods=[nsprm,prm_only]",
                 f"prm.kind={kind}", *_checkpoint(args, kind)]))
         for cov in ("0.5", "1.0"):
-            steps.append(_evaluate(f"coverage_{cov}", out, [
-                "experiment=coverage_ablation", *gpu, "~generator.cap", "~generator.verifier_coverage",
-                f"search.verifier_coverage={cov}", "methods=[nsprm]", *_checkpoint(args, "csp")]))
+            steps.append(_evaluate(f"coverage_{cov}", out, [  # experiment=coverage_ablation's groups, on the GPU
+                *gpu, f"search.verifier_coverage={cov}", "methods=[nsprm]", *_checkpoint(args, "csp")]))
         steps.append(_evaluate("conditions", out, [
             "experiment=paper_table", "dataset.name=physics_conditions",
             _sources([_physics(sc.conditions, mix="assumption")]), "methods=[nsprm,prm_only]",
