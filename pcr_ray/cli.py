@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from importlib.metadata import version
 
 from pcr_ray import logs
 from pcr_ray.commands import completion
@@ -48,8 +49,6 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0
     if argv[0] in ("-V", "--version"):
-        from importlib.metadata import version
-
         print(f"pcr-ray {version('pcr_ray')}")
         return 0
     if completion.is_completion(argv):

@@ -14,14 +14,21 @@ and `SFTRecipeConfig` (`frozen_view`): their fields and defaults are the schemas
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Optional
 
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
 from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
+
+from pcr_ray.paths import cache_dir, conf_dir, data_dir, runs_dir
 
 
 # Optional[...] rather than `X | None`: OmegaConf reads these annotations at runtime.
@@ -39,7 +46,6 @@ def short_dirname(name: str, limit: int = 96) -> str:
     name = name.replace("/", "_")
     if len(name) <= limit:
         return name
-    import hashlib
 
     return f"{name[:limit - 11]}..{hashlib.sha1(name.encode()).hexdigest()[:9]}"
 
@@ -47,8 +53,6 @@ def short_dirname(name: str, limit: int = 96) -> str:
 def _register_resolvers() -> None:
     """`${pcr_ray.cache:}`, `${pcr_ray.data:}`, `${pcr_ray.runs:}` (the cache, data and run folders of
     pcr_ray.paths) and `${pcr_ray.dirname:...}` (short_dirname), in YAML."""
-    from pcr_ray.paths import cache_dir, data_dir, runs_dir
-
     if not OmegaConf.has_resolver("pcr_ray.dirname"):
         OmegaConf.register_new_resolver("pcr_ray.dirname", lambda s: short_dirname(str(s)))
     if not OmegaConf.has_resolver("pcr_ray.cache"):
@@ -903,13 +907,6 @@ def compose(config_name: str, overrides: Sequence[str] = (), values: Mapping[str
 
     `values` (a nested mapping) is merged on top, for callers in Python; its keys must exist like any override's.
     """
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-
-    from pcr_ray.paths import conf_dir
-
     try:
         if GlobalHydra.instance().is_initialized():  # inside a Hydra app (e.g. a sweep job)
             cfg = hydra_compose(config_name, overrides=list(overrides))

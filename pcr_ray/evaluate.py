@@ -20,15 +20,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from pcr_ray.baselines.confine import SandboxUnavailable, check_mode, require_bwrap
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import check, compose
 from pcr_ray.configs import to_plain as _plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
+from pcr_ray.pipeline.metrics import compute_metrics, error_table, markdown_table
+from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
+from pcr_ray.pipeline.report import write_report
+from pcr_ray.pipeline.scaling import plot_scaling, scaling_curves, scaling_specs, scaling_table
+from pcr_ray.pipeline.stats import paired_table
 from pcr_ray.prm.build import checkpoint_path
 
 log = logging.getLogger(__name__)
@@ -50,8 +57,6 @@ def resolve_run_dir(cfg: DictConfig, run_dir: str | Path | None = None) -> Path:
         run_dir = cfg.run_dir
     if run_dir is None:
         try:
-            from hydra.core.hydra_config import HydraConfig
-
             run_dir = HydraConfig.get().runtime.output_dir
         except Exception:
             run_dir = runs_dir() / "evaluate" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -66,8 +71,6 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
     Raises pcr_ray.baselines.confine.SandboxUnavailable (how to install it, or how to opt out) when it is missing,
     so the run stops at once instead of erroring every pyexec row on the workers.
     """
-    from pcr_ray.baselines.confine import check_mode, require_bwrap
-
     if any(s.method == "pyexec" for s in specs) and check_mode(str(baselines["sandbox"])) == "bwrap":
         require_bwrap()
 
@@ -75,8 +78,8 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
 def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], timeout_s: float = 120) -> None:
     """check_sandbox on every node of the cluster that can run a search worker (model-written programs run there,
     not on the driver); SandboxUnavailable naming each node that lacks a working bubblewrap, and why."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    import ray  # heavy: ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # heavy: ray
 
     if not any(s.method == "pyexec" for s in specs) or str(baselines["sandbox"]) != "bwrap":
         return
@@ -89,8 +92,6 @@ def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], t
     problems = {n["NodeManagerAddress"]: why for n, why in zip(nodes, ray.get(refs, timeout=timeout_s), strict=True)
                 if why}
     if problems:
-        from pcr_ray.baselines.confine import SandboxUnavailable
-
         raise SandboxUnavailable(
             "pyexec runs model-written programs on the search workers' nodes, and these lack a working "
             "bubblewrap: " + "; ".join(f"{node}: {why}" for node, why in problems.items())
@@ -100,8 +101,6 @@ def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], t
 
 def _bwrap_problem() -> str:
     """'' when bubblewrap works on this node, else why not (run as a Ray task on each node)."""
-    from pcr_ray.baselines.confine import SandboxUnavailable, require_bwrap
-
     try:
         require_bwrap()
     except SandboxUnavailable as exc:
@@ -112,13 +111,11 @@ def _bwrap_problem() -> str:
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
              progress: bool | None = None) -> Path:
     """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
-    from pcr_ray.pipeline import actors as act
+    from pcr_ray.pipeline import actors as act  # heavy: ray
+
+    # heavy: pandas, pyarrow, ray
     from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, pending_items, run_pipeline
-    from pcr_ray.pipeline.metrics import compute_metrics
-    from pcr_ray.pipeline.plan import check_cluster
-    from pcr_ray.pipeline.report import write_report
-    from pcr_ray.pipeline.results import merge, read_results
-    from pcr_ray.pipeline.scaling import plot_scaling, scaling_curves, scaling_specs
+    from pcr_ray.pipeline.results import merge, read_results  # heavy: pyarrow
 
     cfg = check("evaluate", cfg)
     check_grading_mode(str(cfg.grading.mode))
@@ -216,17 +213,12 @@ main = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE, teardown=
 
 
 def _print_summary(out: Path) -> None:
-    from pcr_ray.pipeline.metrics import error_table, markdown_table
-    from pcr_ray.pipeline.stats import paired_table
-
     m = json.loads((out / "metrics.json").read_text())
     print(f"grading: {m.get('grading', 'default')}")
     print(markdown_table(m))
     print()
     print(error_table(m))
     if m.get("scaling"):
-        from pcr_ray.pipeline.scaling import scaling_table
-
         print("\nCompute scaling (accuracy, pass@N and cost per problem against the budget N):")
         print(scaling_table(m["scaling"]))
     if m.get("paired"):

@@ -14,7 +14,11 @@ Checkpoints and training storage may also be URIs (`s3://`, `gs://`, ...: anythi
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,10 +66,6 @@ def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable
     A file lock beside it keeps concurrent first users (actors starting together) from building it twice; the
     folder appears whole or not at all.
     """
-    import fcntl
-    import shutil
-    import tempfile
-
     if is_complete(folder):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -91,14 +91,12 @@ def is_uri(location: str | os.PathLike[str]) -> bool:
 def local_path(location: str | os.PathLike[str]) -> Path:
     """A local folder holding `location`: the path itself, or a URI's content copied once into
     cache_dir()/remote/<digest of the URI> (pyarrow.fs: s3://, gs://, hdfs://, file://, whatever it reads)."""
-    import hashlib
-
     text = str(location)
     if not is_uri(text):
         return Path(text).expanduser()
 
     def fetch(tmp: Path) -> None:
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # heavy: pyarrow
 
         src, root = pafs.FileSystem.from_uri(text)
         pafs.copy_files(root, str(tmp), source_filesystem=src, destination_filesystem=pafs.LocalFileSystem())
@@ -109,8 +107,6 @@ def local_path(location: str | os.PathLike[str]) -> Path:
 
 def put_folder(src: Path, dest: str | os.PathLike[str]) -> str:
     """Copy the local folder `src` to `dest`, a local path or a URI (pyarrow.fs); returns `dest` as given."""
-    import shutil
-
     text = str(dest)
     if not is_uri(text):
         target = local_path(text)
@@ -118,7 +114,7 @@ def put_folder(src: Path, dest: str | os.PathLike[str]) -> str:
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(src, target)
         return str(target)
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # heavy: pyarrow
 
     fs, root = pafs.FileSystem.from_uri(text)
     fs.create_dir(root, recursive=True)

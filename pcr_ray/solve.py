@@ -18,22 +18,22 @@ from typing import Any
 
 from pcr_ray.baselines import BASELINES, run_baseline
 from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.configs import compose as compose_checked
+from pcr_ray.configs import to_plain
 from pcr_ray.generators.base import GENERATORS, build_generator, generator_kind
+from pcr_ray.generators.givens_llm import build_extractor
+from pcr_ray.prm.build import build_scorer
 from pcr_ray.search import STRATEGIES, SearchConfig, SearchProblem, SearchResult, run_search, target_unit_of
 
 
 def compose(overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The solve config (conf/solve.yaml + overrides), composed and checked, as a plain dict."""
-    from pcr_ray.configs import compose as compose_checked
-
     return sized_for_one_problem(compose_checked("solve", overrides), overrides)
 
 
 def sized_for_one_problem(cfg: Any, overrides: Sequence[str]) -> dict[str, Any]:
     """A checked solve config as a plain dict, the enumerator's cap set to `enumerator_cap` unless an override
     sets generator.cap: sized for one problem (a benchmark's enumerator cap is larger)."""
-    from pcr_ray.configs import to_plain
-
     cfg = to_plain(cfg)
     gen = cfg["generator"]
     sets_cap = any(o.startswith(("generator.cap=", "+generator.cap=")) for o in overrides)
@@ -44,15 +44,11 @@ def sized_for_one_problem(cfg: Any, overrides: Sequence[str]) -> dict[str, Any]:
 
 def load_scorer(prm_cfg: Mapping[str, Any]) -> Any:
     """The PRMScorer prm_cfg names (pcr_ray.prm.build: a checkpoint folder, or `quick`)."""
-    from pcr_ray.prm.build import build_scorer
-
     return build_scorer(prm_cfg)
 
 
 def make_problem(text: str, cfg: Mapping[str, Any], generator: Any = None) -> SearchProblem:
     """Givens and target of a free text via the configured extractor (rule-based or the LLM one)."""
-    from pcr_ray.generators.givens_llm import build_extractor
-
     ex_cfg = cfg["givens"]
     extractor = build_extractor(ex_cfg, generator if ex_cfg["kind"] == "llm" and ex_cfg["reuse_generator"] else None)
     ex = extractor.extract(text)

@@ -26,9 +26,9 @@ def smollm_template():
     llama_cpp = pytest.importorskip("llama_cpp")
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from pcr_ray.generators.llamacpp import default_model_path
+    from pcr_ray.generators.model_folder import smollm2_gguf
 
-    meta = llama_cpp.Llama(model_path=str(default_model_path()), vocab_only=True, verbose=False).metadata
+    meta = llama_cpp.Llama(model_path=str(smollm2_gguf()), vocab_only=True, verbose=False).metadata
     fmt = Jinja2ChatFormatter(template=meta["tokenizer.chat_template"], eos_token="<|im_end|>",
                               bos_token="<|im_start|>")
     return lambda messages: fmt(messages=messages).prompt

@@ -134,9 +134,8 @@ def _mean_loss(folder: str, examples: list) -> float:
 def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> None:
     from pcr_ray.generators.base import ProposalRequest, build_generator
     from pcr_ray.generators.llm_common import build_call
-    from pcr_ray.generators.model_folder import resolve_model
+    from pcr_ray.generators.model_folder import read_recipe, resolve_model
     from pcr_ray.sft.quick import quick_recipe
-    from pcr_ray.sft.train import read_recipe
 
     folder = resolve_model("sft:test")
     record = read_recipe(folder)
@@ -226,8 +225,8 @@ def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # n
 
 @pytest.mark.slow
 def test_sft_command_trains_on_ray_train_and_writes_a_folder(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
+    from pcr_ray.generators.model_folder import read_recipe
     from pcr_ray.sft.command import main
-    from pcr_ray.sft.train import read_recipe
 
     out = tmp_path / "sft"
     rc = main(["sft_recipe=test", "sft_recipe.max_steps=2", "sft_recipe.physics_problems=2",

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -69,8 +70,6 @@ def require_bwrap() -> str:
 @lru_cache(maxsize=4)
 def _probe(exe: str) -> str:
     """'' when bwrap runs this interpreter with the sandbox's binds; else the first line of what went wrong."""
-    import tempfile
-
     box = tempfile.mkdtemp(prefix="pcr_sandbox_probe_")
     try:
         cmd = bwrap_command(exe, box, (), ["-c", "pass"])

@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import warnings
@@ -168,8 +169,6 @@ def _unshare_works(exe: str) -> bool:
 
 def _site_dir() -> str:
     """The site-packages folder of this interpreter's environment (where preloaded packages live)."""
-    import sysconfig
-
     return sysconfig.get_paths()["purelib"]
 
 

@@ -24,12 +24,29 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.bench.records import git_revision, machine_info
+from pcr_ray.configs import to_plain
+from pcr_ray.core.trace import parse_trace
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.data.readers import load_dataset
+from pcr_ray.evaluate import compose_config
+from pcr_ray.negatives.first_error import (
+    BENCH_COLUMNS,
+    BenchConfig,
+    best_threshold,
+    build_bench,
+    combined_prediction,
+    score_predictions,
+    threshold_prediction,
+    verifier_prediction,
+)
+from pcr_ray.paths import cache_dir
+from pcr_ray.pipeline.stats import wilson
+from pcr_ray.prm.build import build_scorer
+from pcr_ray.prm.checkpoints import ensure_checkpoint
+from pcr_ray.search.scoring import pair_for
 
 
 def load_problems(n_physics: int, physics_seed: int, n_gsm8k: int) -> list[Any]:
-    from pcr_ray.data.physics import generate_problems
-    from pcr_ray.data.readers import load_dataset
-
     probs = list(generate_problems(n=n_physics, seed=physics_seed)) if n_physics else []
     if n_gsm8k:
         probs += [p for p in load_dataset("gsm8k_test") if p.gold_trace][:n_gsm8k]
@@ -37,10 +54,9 @@ def load_problems(n_physics: int, physics_seed: int, n_gsm8k: int) -> list[Any]:
 
 
 def write_parquet(items: list[Any], path: Path) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
-    from pcr_ray.negatives.first_error import BENCH_COLUMNS
 
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [it.to_record() for it in items]
@@ -52,15 +68,9 @@ def step_scores(items: list[Any], checkpoint: Path | None, int8: bool, prm_overr
                 ) -> tuple[list[list[float]], float, int]:
     """The PRM's score of every step of every trace (its prefix as context, claimed values shown). With
     prm_overrides (e.g. ["prm=qwen_math_prm_7b", "prm.device=cuda"]) the scorer is the one that config builds."""
-    from pcr_ray.core.trace import parse_trace
-    from pcr_ray.prm.scorer import PRMScorer
-    from pcr_ray.search.scoring import pair_for
+    from pcr_ray.prm.scorer import PRMScorer  # heavy: torch
 
     if prm_overrides:
-        from pcr_ray.configs import to_plain
-        from pcr_ray.evaluate import compose_config
-        from pcr_ray.prm.build import build_scorer
-
         scorer = build_scorer(to_plain(compose_config(list(prm_overrides)))["prm"])
     else:
         scorer = PRMScorer.from_checkpoint(checkpoint, int8=int8, runtime="onnx" if int8 else "torch")
@@ -79,9 +89,6 @@ def step_scores(items: list[Any], checkpoint: Path | None, int8: bool, prm_overr
 
 
 def scored(items: list[Any], preds: list[int]) -> dict[str, Any]:
-    from pcr_ray.negatives.first_error import score_predictions
-    from pcr_ray.pipeline.stats import wilson
-
     s = score_predictions([it.label for it in items], preds)
     d = s.to_dict()
     d["acc_error_ci95"] = list(wilson(s.hits_error, s.n_error))
@@ -125,15 +132,6 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     if args.results and results_dir is None:
         ap.error("--results writes a checkout's benchmarks/results/: run benchmarks/bench_first_error.py")
 
-    from pcr_ray.negatives.first_error import (
-        BenchConfig,
-        best_threshold,
-        build_bench,
-        combined_prediction,
-        threshold_prediction,
-        verifier_prediction,
-    )
-    from pcr_ray.paths import cache_dir
 
     t_all = time.perf_counter()
     out_dir = Path(args.out) if args.out else cache_dir() / "first_error"
@@ -147,8 +145,6 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     elif args.checkpoint:
         ck = Path(args.checkpoint)
     else:
-        from pcr_ray.prm.checkpoints import ensure_checkpoint
-
         ck = ensure_checkpoint("csp")
     scores, prm_s, n_pairs = step_scores(items, ck, int8=not args.fp32, prm_overrides=args.prm)
     verifier = [verifier_prediction(it.trace_json) for it in items]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import sys
 import time
@@ -33,24 +34,25 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.bench.records import machine_info, records_path, write_result
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.data.readers import load_dataset
+from pcr_ray.generators.enumerate import EnumeratorGenerator
+from pcr_ray.grading import grade_problem
+from pcr_ray.prm.checkpoints import ensure_checkpoint
+from pcr_ray.search import SearchConfig, SearchProblem, run_search
+from pcr_ray.search.gold_oracle import GoldPathScorer
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy")
 
 
 def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
-    from pcr_ray.data.physics import generate_problems
-    from pcr_ray.search import SearchProblem
-
     out: dict[str, list[Any]] = {}
     phys = [p for p in generate_problems(600, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     if args.physics:
         out["physics"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in phys[: args.physics]]
     if args.gsm8k:
         try:
-            from pcr_ray.data.readers import load_dataset
-
             gsm = [p for p in load_dataset("gsm8k_test", limit=4 * args.gsm8k + 200) if p.gold_trace]
-            import random
 
             random.Random(args.seed).shuffle(gsm)
             out["gsm8k"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in gsm[: args.gsm8k]]
@@ -60,8 +62,6 @@ def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
 
 
 def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
-    from pcr_ray.generators.enumerate import EnumeratorGenerator
-
     if dataset == "gsm8k":
         kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": args.gsm8k_coverage}
     else:
@@ -72,8 +72,6 @@ def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _summ(rows: list[Any], golds: list[Any]) -> dict[str, Any]:
-    from pcr_ray.grading import grade_problem
-
     correct = [bool(r.answer_value is not None and grade_problem(r.answer_value, g, pred_unit=r.answer_unit).correct)
                for r, g in zip(rows, golds, strict=True)]
     n = len(rows)
@@ -143,11 +141,8 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
 
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-    from pcr_ray.prm.ensemble import PRMEnsemble
-    from pcr_ray.prm.scorer import PRMScorer
-    from pcr_ray.search import SearchConfig, run_search
-    from pcr_ray.search.gold_oracle import GoldPathScorer
+    from pcr_ray.prm.ensemble import PRMEnsemble  # heavy: torch
+    from pcr_ray.prm.scorer import PRMScorer  # heavy: torch
 
     def load(path: Any) -> Any:
         return PRMScorer.from_checkpoint(path, int8=(q8 := not (args.fp32 or args.bf16) and args.device == "cpu"),

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
+from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.units import try_unit_info
 
 READING, CHANGE, UNKNOWN = "reading", "change", ""
@@ -79,8 +80,6 @@ def _is_temperature(dims: Any) -> bool:
 @cache
 def param_roles(op: str) -> dict[str, str]:
     """Parameter name -> role for an op's parameters of temperature dimension (empty for other ops)."""
-    from pcr_ray.core.primitives import REGISTRY
-
     prim = REGISTRY.get(op)
     if prim is None:
         return {}

@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcr_ray.core.primitives import REGISTRY
+from pcr_ray.core.primitives.registry import VARIADIC_MAX
+
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ArgValue = str | float | int
 
@@ -316,7 +319,6 @@ def _answer_items_schema() -> dict[str, Any]:
 def _op_step_schema(prim: Any) -> dict[str, Any]:
     props: dict[str, Any] = {}
     if prim.variadic:  # x1..x8, at least x1 and x2
-        from pcr_ray.core.primitives.registry import VARIADIC_MAX
 
         var = {"anyOf": [_NAME_SCHEMA, {"type": "number"}]}
         props = {f"x{i}": var for i in range(1, VARIADIC_MAX + 1)}
@@ -351,8 +353,6 @@ def step_json_schema(ops: list[str] | None = None, include_answer: bool = True) 
 
     `ops` restricts the op enum (smaller grammars for constrained decoding); default: every primitive.
     """
-    from pcr_ray.core.primitives import REGISTRY
-
     names = sorted(REGISTRY) if ops is None else [o for o in ops if o in REGISTRY]
     alts: list[dict[str, Any]] = [_op_step_schema(REGISTRY[n]) for n in names]
     if include_answer:

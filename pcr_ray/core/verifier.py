@@ -18,7 +18,7 @@ from typing import Any
 from pcr_ray.core.primitives import REGISTRY, DimError, DomainError, Primitive, families
 from pcr_ray.core.primitives.registry import VARIADIC_MAX
 from pcr_ray.core.temperature import CHANGE, answer_role_error, checks_op, given_role, step_role
-from pcr_ray.core.trace import NAME_RE, Answer, Given, Step, Trace, parse_step, parse_trace
+from pcr_ray.core.trace import NAME_RE, Answer, Given, ParseContext, Step, Trace, parse_step, parse_trace
 from pcr_ray.core.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, unit_info
 
 SYNTAX, UNITS, COHERENCE = "syntax", "units", "coherence"
@@ -494,8 +494,6 @@ def verify_step(state: VerifierState, step: Step | dict[str, Any], index: int | 
     """Incremental verification: check one step (parsed or JSON-like) against a state; never raises."""
     idx = state.n_steps if index is None else index
     if not isinstance(step, Step):
-        from pcr_ray.core.trace import ParseContext
-
         ctx = ParseContext()
         parsed = parse_step(step, idx, ctx)
         if parsed is None:

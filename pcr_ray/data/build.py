@@ -10,8 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.data.givens import score_extraction
+from pcr_ray.data.gsm8k_traces import conversion_stats
+from pcr_ray.data.physics import generate_problems
 from pcr_ray.data.problem import Problem
+from pcr_ray.data.readers import iter_dataset, iter_gsm8k
 from pcr_ray.data.sources import DATA_SOURCES
 from pcr_ray.paths import cache_dir
 
@@ -33,8 +39,8 @@ PARQUET_SCHEMA_FIELDS: tuple[tuple[str, str], ...] = (
 
 def write_problems_parquet(problems: list[Problem], path: str | Path) -> Path:
     """Write problems to parquet atomically (a temporary file renamed into place)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
     schema = pa.schema([(n, getattr(pa, t)()) for n, t in PARQUET_SCHEMA_FIELDS])
     table = pa.Table.from_pylist([p.to_dict() for p in problems], schema=schema)
@@ -48,7 +54,7 @@ def write_problems_parquet(problems: list[Problem], path: str | Path) -> Path:
 
 def read_problems_parquet(path: str | Path) -> list[Problem]:
     """Problems back from a parquet written by write_problems_parquet."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
     return [Problem.from_dict(r) for r in pq.read_table(path).to_pylist()]
 
@@ -56,7 +62,6 @@ def read_problems_parquet(path: str | Path) -> list[Problem]:
 def _cfg_dict(cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, Mapping):
         return {k: (_cfg_dict(v) if isinstance(v, Mapping) else v) for k, v in cfg.items()}
-    from omegaconf import OmegaConf
 
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
@@ -73,11 +78,6 @@ def _steps_summary(problems: list[Problem]) -> dict[str, Any]:
 
 def build(cfg: Any) -> dict[str, Any]:
     """Build every configured data set; returns the stats dict (also written as JSON). Callable from Python."""
-    from pcr_ray.data.givens import score_extraction
-    from pcr_ray.data.gsm8k_traces import conversion_stats
-    from pcr_ray.data.physics import generate_problems
-    from pcr_ray.data.readers import iter_dataset, iter_gsm8k
-
     c = _cfg_dict(cfg)
     out_dir = Path(c.get("out_dir") or (cache_dir() / "data")).expanduser().resolve()
     data_dir = c.get("data_dir")

@@ -66,12 +66,12 @@ def _rows(location: str, path: Path, fmt: str, split: str | None) -> Iterator[di
             raise DataFileError(f"{path}: a JSON file of problems is a list of objects (or {{'data': [...]}})")
         yield from rows
     elif fmt == "parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: pyarrow
 
         yield from pq.read_table(path).to_pylist()
     else:
         try:
-            import datasets
+            import datasets  # heavy: datasets
         except ImportError:
             raise DataFileError(f"format hf ({location}) needs the `datasets` package: pip install datasets") from None
         ds = datasets.load_from_disk(str(path)) if path.exists() else datasets.load_dataset(location, split=split)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def problems_to_dataset(problems: Iterable[Problem]) -> ray.data.Dataset:
     """A ray.data.Dataset of Problem.to_dict() rows (gold_trace as a JSON string)."""
-    import ray.data
+    import ray.data  # heavy: ray
 
     rows = [p.to_dict() for p in problems]
     if not rows:
@@ -28,6 +28,6 @@ def dataset_to_problems(ds: ray.data.Dataset) -> list[Problem]:
 
 def read_problems_parquet(path: str) -> ray.data.Dataset:
     """A Dataset over a problems parquet written by `pcr-ray data build`."""
-    import ray.data
+    import ray.data  # heavy: ray
 
     return ray.data.read_parquet(path)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.core.answers import last_boxed, parse_number
+from pcr_ray.data.gsm8k_traces import convert_gsm8k
 from pcr_ray.data.problem import Problem
 from pcr_ray.data.sources import DATA_SOURCES, data_source
 from pcr_ray.paths import data_dir as _default_data_dir
@@ -105,9 +106,7 @@ def iter_gsm8k(split: str = "test", data_dir: str | Path | None = None, *, trace
         raise ValueError(f"GSM8K split must be 'train' or 'test', got {split!r}")
     root = resolve_data_dir(data_dir)
     path = _require(root / "gsm8k" / f"{split}.jsonl", root, f"GSM8K {split}")
-    convert = None
-    if traces:
-        from pcr_ray.data.gsm8k_traces import convert_gsm8k as convert
+    convert = convert_gsm8k if traces else None
     for i, row in enumerate(_read_jsonl(path)):
         question, solution = row["question"], row["answer"]
         answer = gsm8k_final_answer(solution)

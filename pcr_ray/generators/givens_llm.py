@@ -14,8 +14,8 @@ from typing import Any
 
 from pcr_ray.core.trace import NAME_RE, Given
 from pcr_ray.core.units import try_unit_info
-from pcr_ray.data.givens import Extraction, Target
-from pcr_ray.generators.base import ProposalRequest
+from pcr_ray.data.givens import Extraction, RuleBasedExtractor, Target
+from pcr_ray.generators.base import ProposalRequest, build_generator
 
 
 def parse_givens_output(raw: str) -> tuple[tuple[Given, ...], Target, int]:
@@ -81,13 +81,9 @@ def build_extractor(cfg: Mapping[str, Any], generator: Any = None) -> Any:
     RuleBasedExtractor; 'llm' -> LLMGivensExtractor over `generator`, else over one built from cfg['generator']."""
     kind = cfg["kind"]
     if kind in ("rule", "rules", "rule_based"):
-        from pcr_ray.data.givens import RuleBasedExtractor
-
         return RuleBasedExtractor()
     if kind == "llm":
         if generator is None:
-            from pcr_ray.generators.base import build_generator
-
             generator = build_generator(cfg["generator"])
         return LLMGivensExtractor(generator, seed=int(cfg["seed"]))
     raise ValueError(f"unknown givens extractor {kind!r}; expected 'rule' or 'llm'")

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
+from pcr_ray.generators.model_folder import resolve_model
 
 
 @GENERATORS.register("hf")
@@ -29,10 +30,9 @@ class HFGenerator:
     def __init__(self, model: str, *, device: str = "cpu", dtype: str = "float32", temperature: float = 0.8,
                  top_p: float = 0.95, max_tokens: int = 160, max_tokens_free: int = 384, seed: int = 0,
                  prompt: str = "auto", num_threads: int | None = None, batch_sequences: int = 1) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # heavy: torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: transformers
 
-        from pcr_ray.generators.model_folder import resolve_model
 
         if num_threads:
             torch.set_num_threads(int(num_threads))
@@ -95,7 +95,7 @@ class HFGenerator:
 
     def _generate(self, items: Sequence[tuple[int, ProposalRequest]]) -> list[tuple[int, list[str], tuple[int, int]]]:
         """One left-padded, seeded generate call over the requests' prompts, each repeated k times."""
-        import torch
+        import torch  # heavy: torch
 
         calls = [build_call(req, base_seed=self.seed, constrained=False, prompt=self.prompt) for _, req in items]
         prompts = [self.tok.apply_chat_template(c.messages, tokenize=False, add_generation_prompt=True)

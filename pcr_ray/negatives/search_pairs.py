@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pcr_ray.core.render import canonical_names, render_answer, render_candidate
 from pcr_ray.core.trace import Answer, Out, Step
 from pcr_ray.core.verifier import VerifierState, check_answer, check_step
+from pcr_ray.generators.base import ProposalRequest
+from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.negatives.csp import GoldRun, step_key, step_rng
 
 ALTERNATIVE_STEP = "alternative_step"
@@ -63,9 +65,6 @@ def alternatives(gold: GoldRun, state: VerifierState, t: int, name: str | None, 
                  ops: Sequence[str] | None = None) -> list[tuple[Step, float]]:
     """Up to n verified enumerated steps at prefix t that differ from gold step t (if any), named `name`
     (None: the enumerator's own name)."""
-    from pcr_ray.generators.base import ProposalRequest
-    from pcr_ray.generators.enumerate import EnumeratorGenerator
-
     req = ProposalRequest(problem_id="pairs", problem_text=text, givens=gold.trace.givens,
                           steps=gold.trace.steps[:t], target_unit=target_unit, seed=rng.randrange(1 << 30))
     gen = EnumeratorGenerator(cap=cap, seed=0, ops=tuple(ops) if ops else None, max_per_op=256)

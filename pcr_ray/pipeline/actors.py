@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from pcr_ray.generators.base import backend_of
+from pcr_ray.generators.base import backend_of, build_generator, uses_feedback
+from pcr_ray.generators.model_folder import resolve_model
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
+from pcr_ray.prm.build import build_scorer
+from pcr_ray.search.usage import propose_counted, score_counted
 
 # Environment variable of the fault-injection hook: a JSON object {"<site>": "<marker path>"}; the first call
 # at that site in any process creates the marker and exits the process (os._exit) - used by the tests.
@@ -60,8 +65,6 @@ class GeneratorActor:
 
     def __init__(self, gen_cfg: Mapping[str, Any], faults: Mapping[str, str] | None = None,
                  torch_threads: int | None = None) -> None:
-        from pcr_ray.generators.base import build_generator, uses_feedback
-
         if torch_threads:
             _set_threads(torch_threads)
         self._faults = dict(faults or {})
@@ -82,8 +85,6 @@ class GeneratorActor:
 
     def propose_counted(self, requests: Sequence[Any]) -> tuple[list[list[str]], list[tuple[int, int]]]:
         """Candidates and (prompt, output) tokens per request (pcr_ray.search.usage)."""
-        from pcr_ray.search.usage import propose_counted
-
         maybe_inject_fault("generator_actor", self._faults)
         t0 = time.perf_counter()
         out = propose_counted(self.gen, list(requests))
@@ -110,8 +111,6 @@ class VLLMEngineActor:
 
     def __init__(self, gen_cfg: Mapping[str, Any], faults: Mapping[str, str] | None = None,
                  torch_threads: int | None = None) -> None:
-        from pcr_ray.generators.base import build_generator
-
         self._faults = dict(faults or {})
         self.gen = build_generator(dict(gen_cfg))
         self.gen.start()  # start the engine now (minutes on a GPU): callers then wait on generation only
@@ -192,9 +191,6 @@ def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], 
     # an async actor: at least 64 calls in flight unless the config asks for more
     opts["max_concurrency"] = max(int(acfg["max_concurrency"]), 64)
     if place["bundles"]:
-        from ray.util.placement_group import placement_group, remove_placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
         pg = placement_group(place["bundles"], strategy="PACK", name=f"{name}-pg")
         try:
             ray.get(pg.ready(), timeout=float(acfg["start_timeout_s"]))
@@ -237,8 +233,6 @@ class PRMActor:
 
     def score_counted(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[int]]:
         """Scores and the tokens the PRM encodes per pair (pcr_ray.search.usage)."""
-        from pcr_ray.search.usage import score_counted
-
         maybe_inject_fault("prm_actor", self._faults)
         t0 = time.perf_counter()
         scores, tokens = score_counted(self.scorer, list(pairs))
@@ -257,7 +251,7 @@ class PRMActor:
 
 def _set_threads(n: int) -> None:
     try:
-        import torch
+        import torch  # heavy: torch
 
         torch.set_num_threads(int(n))
     except ImportError:
@@ -266,8 +260,6 @@ def _set_threads(n: int) -> None:
 
 def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
     """A PRMScorer on the checkpoint folder the driver resolved; missing on this node is an error, never a retrain."""
-    from pcr_ray.prm.build import build_scorer
-
     return build_scorer(prm_cfg, checkpoint)  # at the length the checkpoint was trained at
 
 
@@ -396,12 +388,8 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
     if str(gen_cfg.get("model") or "").startswith("sft:"):
         # a quick fine-tune is trained here, on the driver's cores, once; the actors load its folder (a
         # single-node recipe: on a cluster, `model` is a folder on shared storage or a hub name)
-        from pcr_ray.generators.model_folder import resolve_model
-
         gen_cfg["model"] = resolve_model(str(gen_cfg["model"]))
     if generator_runs_locally(gen_cfg, acfg):
-        from pcr_ray.generators.base import build_generator, uses_feedback
-
         return ActorRef("generator", local_cfg=gen_cfg, uses_feedback=uses_feedback(build_generator(gen_cfg)))
     digest = config_digest({"cfg": gen_cfg, "actor": dict(acfg), "faults": dict(faults or {})})
     names = []
@@ -451,8 +439,6 @@ def release_unused(keep: Sequence[str]) -> list[str]:
             except Exception:  # already dead
                 pass
             if name in _PGS:
-                from ray.util.placement_group import remove_placement_group
-
                 remove_placement_group(_PGS.pop(name))
             gone.append(name)
     return gone
@@ -472,8 +458,6 @@ def connect(ref: ActorRef | None) -> Any:
     if ref is None:
         return None
     if ref.local_cfg is not None:
-        from pcr_ray.generators.base import build_generator
-
         return build_generator(dict(ref.local_cfg))
     handles = [ray.get_actor(n, namespace=ref.namespace) for n in ref.names]
     slot = ray.get(handles[0].next_ticket.remote()) if len(handles) > 1 else 0

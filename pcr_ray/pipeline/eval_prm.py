@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ray
+
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
@@ -27,6 +29,7 @@ from pcr_ray.pipeline.make_pairs import default_pairs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
 from pcr_ray.pipeline.stats import auroc
+from pcr_ray.prm.build import build_scorer, checkpoint_path
 
 CONFIG_NAME = "eval_prm"
 GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
@@ -90,7 +93,6 @@ def check_cluster_gpus(placement: ScorerPlacement, actors: int, rcfg: Mapping[st
     no check there."""
     if placement.gpus_per_actor <= 0 or (rcfg or {}).get("address") or os.environ.get("RAY_ADDRESS"):
         return
-    import ray
 
     have = float(ray.cluster_resources().get("GPU", 0.0))
     want = placement.gpus_per_actor * actors
@@ -106,10 +108,9 @@ class ScoreBatch:
     def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: ShippedFolder | str, device: str = "cpu",
                  torch_threads: int = 0) -> None:
         if torch_threads > 0:
-            import torch
+            import torch  # heavy: torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.build import build_scorer
 
         # the driver's checkpoint, unpacked here when this node lacks it; at the checkpoint's trained length
         self.scorer = build_scorer(prm_cfg, receive(checkpoint), device=device)
@@ -122,22 +123,18 @@ class ScoreBatch:
 
 def resolve_checkpoint(prm: Mapping[str, Any]) -> Path:
     """The checkpoint folder prm names (pcr_ray.prm.build); `quick` must already be trained: nothing trains here."""
-    from pcr_ray.prm.build import checkpoint_path
-
     return checkpoint_path(prm, train=False)
 
 
 def read_split(pairs_dir: Path, split: str, use_ray: bool) -> Any:
     """A make-pairs split as a pandas frame (the columns evaluation needs); a clear error when it is missing."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     path = pairs_dir / split
     if not path.exists():
         raise FileNotFoundError(f"no pairs at {path}; run `pcr-ray make-pairs` first (or set pairs_dir=...)")
     cols = ["problem_id", "source", "kind", "t", "context", "pos_step", "neg_step", "verified"]
     if use_ray:
-        import ray
-
         return ray.data.read_parquet(str(path)).select_columns(cols).to_pandas()  # projection pushed into the read
     return pd.read_parquet(path, columns=cols)
 
@@ -153,7 +150,7 @@ def select_pairs(df: Any, kinds: Sequence[str] | None = None, limit_per_kind: in
 
 def distinct_texts(df: Any) -> Any:
     """The distinct (context, step) rows of a pair frame's positives and negatives: what a scorer must score."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     texts = pd.concat([df[["context", "pos_step"]].rename(columns={"pos_step": "step"}),
                        df[["context", "neg_step"]].rename(columns={"neg_step": "step"})]).drop_duplicates()
@@ -182,8 +179,6 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     kw = {"prm_cfg": prm, "checkpoint": str(ckpt), "device": placement.device}
     t1 = time.perf_counter()
     if use_ray:
-        import ray
-
         scored = ray.data.from_pandas(texts).map_batches(
             ScoreBatch, fn_constructor_kwargs={**kw, "checkpoint": ship(ckpt),
                                               "torch_threads": int(cfg["cpus_per_actor"])},
@@ -200,7 +195,7 @@ def eval_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     metrics = pair_metrics(df)
     by_source = {str(src): {k: v for k, v in pair_metrics(d).items() if k in ("csp (all)", "random (all)", "all")}
                  for src, d in df.groupby("source")} if df["source"].nunique() > 1 else {}
-    from pcr_ray.prm.model import read_meta
+    from pcr_ray.prm.model import read_meta  # heavy: torch
 
     meta = read_meta(ckpt)
     result = {"checkpoint": str(ckpt), "prm_kind": meta.kind, "backbone": meta.backbone, "split": split,

@@ -32,9 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import ray
+import ray.data
+from tqdm import tqdm
 
 from pcr_ray import baselines
 from pcr_ray.baselines import BASELINES
+from pcr_ray.generators.base import build_generator
 from pcr_ray.pipeline import actors as act
 from pcr_ray.pipeline.records import (
     error_record,
@@ -45,6 +48,7 @@ from pcr_ray.pipeline.records import (
     with_givens,
 )
 from pcr_ray.pipeline.results import ShardWriter, completed_keys
+from pcr_ray.search import SearchConfig, run_search
 from pcr_ray.search.strategy import STRATEGIES
 
 log = logging.getLogger(__name__)
@@ -112,8 +116,6 @@ def search_config_for(spec: MethodSpec, source: str, search: Mapping[str, Any],
                       source_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> SearchConfig:
     """The SearchConfig of a method on a problem source: `search`, then the source's options
     (`search_source_overrides`), then the method's (`method_overrides`: they win), then the method itself."""
-    from pcr_ray.search import SearchConfig
-
     over = dict((source_overrides or {}).get(source) or {})
     try:
         return SearchConfig.from_dict({**dict(search), **over, **dict(spec.overrides), "method": spec.method})
@@ -207,8 +209,6 @@ class SearchWorker:
         if not over or ref.local_cfg is None:  # model actors serve every source as configured
             return self.generators[key]
         if (key, source) not in self._by_source:
-            from pcr_ray.generators.base import build_generator
-
             self._by_source[(key, source)] = build_generator({**dict(ref.local_cfg), **over})
         return self._by_source[(key, source)]
 
@@ -216,7 +216,6 @@ class SearchWorker:
         gen = self._generator(spec.generator, source)
         if spec.is_baseline:
             return lambda group: run_baseline(spec, group, gen, self.baseline_cfg)
-        from pcr_ray.search import run_search
 
         cfg = search_config_for(spec, source, self.search_base, self.search_source_overrides)
         scorer = self.scorers.get(spec.prm) if cfg.uses_prm else None
@@ -322,8 +321,6 @@ class PipelineStats:
 def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Mapping[str, Any], batch_size: int
                   ) -> Any:
     """The Ray Dataset of the pipeline over these work items."""
-    import ray.data
-
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = False
@@ -370,8 +367,6 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
     n_methods = max(1, len(spec["methods"]))
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(items), unit="row", desc="evaluate", dynamic_ncols=True, mininterval=1.0)
     rounds = max(1, int(pcfg["rounds"]))
     batch_size = max(1, int(pcfg["batch_size"]))

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pcr_ray.configs import compose
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
@@ -41,7 +42,6 @@ def _attention(args: argparse.Namespace) -> str:
     """--attention, else the attention of the PRM config the recipe trains (MiniLM: shared_context; DeBERTa: pair)."""
     if args.attention:
         return str(args.attention)
-    from pcr_ray.configs import compose
 
     return str(compose("train_prm", [f"prm={args.prm}"] if args.prm else []).prm.attention)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
+from pcr_ray.data.readers import load_dataset
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, SPLITS, PairConfig, pair_records
 from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
@@ -44,7 +45,7 @@ def _pair_config(cfg: Mapping[str, Any]) -> PairConfig:
 
 def pairs_batch(batch: Any, pair_cfg: PairConfig) -> Any:
     """map_batches UDF: a pandas batch of Problem rows -> a pandas batch of pair rows."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     out: list[dict[str, Any]] = []
     for row in batch.to_dict("records"):
@@ -53,8 +54,6 @@ def pairs_batch(batch: Any, pair_cfg: PairConfig) -> Any:
 
 
 def problem_rows(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from pcr_ray.data.readers import load_dataset
-
     rows: list[dict[str, Any]] = []
     for src in sources:
         if src.get("path"):
@@ -68,7 +67,7 @@ def problem_rows(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _file_datasets(sources: Sequence[Mapping[str, Any]]) -> list[Any]:
-    import ray
+    import ray  # heavy: ray
 
     out = []
     for src in sources:
@@ -86,7 +85,7 @@ def _file_datasets(sources: Sequence[Mapping[str, Any]]) -> list[Any]:
 def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Build the pair splits described by `cfg` (a make_pairs config as a dict); returns the summary."""
     cfg = checked_dict("make_pairs", cfg)
-    import ray
+    import ray  # heavy: ray
 
     t0 = time.perf_counter()
     init_ray(cfg["ray"])
@@ -113,8 +112,8 @@ def make_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
     df = df.sort_values(["problem_id", "t", "kind", "neg_step"], kind="stable").reset_index(drop=True)
     for split in SPLITS:

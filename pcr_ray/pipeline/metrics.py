@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pcr_ray.core.verifier import verify
 from pcr_ray.pipeline.stats import paired_comparisons, wilson
 
 LONG_HORIZON = 5  # gold traces of this many steps or more are "long"
@@ -63,8 +64,6 @@ def _load(trace: Any) -> dict | None:
 
 def _steps_with_values(trace: dict) -> tuple[list[tuple[str, dict, float]], list[float], Any]:
     """[(op, args, base value)] of the steps the verifier accepts, the givens' base values, and the verdict."""
-    from pcr_ray.core.verifier import verify
-
     verdict = verify(trace)
     steps = [(s.op, dict(s.step.args) if s.step else {}, s.base) for s in verdict.steps]
     givens = [g.base for g in verdict.givens]
@@ -137,7 +136,6 @@ def ignored_conditions(pred: dict, gold: dict) -> list[str]:
     conds = (gold.get("meta") or {}).get("assumptions") if isinstance(gold.get("meta"), dict) else None
     if not conds:
         return []
-    from pcr_ray.core.verifier import verify
 
     gvars = {g.name: g for g in verify(gold).givens}
     pvars = {g.name: g for g in verify(pred).givens}
@@ -176,8 +174,6 @@ def classify_error(row: Mapping[str, Any], gold_trace: Any = None) -> tuple[str,
     pred = _load(row.get("trace_json"))
     gold = _load(gold_trace)
     if pred is not None:
-        from pcr_ray.core.verifier import verify
-
         verdict = verify(pred)
         if not verdict.ok and verdict.first_failure is not None:
             d = verdict.first_failure

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import ray
+
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.mined import MINED_COLUMNS, MineConfig, mine_rows, mined_file_stem
@@ -27,6 +29,7 @@ from pcr_ray.pipeline.eval_prm import check_cluster_gpus, resolve_checkpoint, sc
 from pcr_ray.pipeline.make_pairs import default_pairs_dir, problem_rows
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.shipping import ShippedFolder, receive, ship
+from pcr_ray.prm.build import build_scorer
 
 CONFIG_NAME = "mine_pairs"
 
@@ -49,17 +52,16 @@ class MineBatch:
     def __init__(self, prm_cfg: Mapping[str, Any], checkpoint: ShippedFolder | str, mine_cfg: MineConfig,
                  device: str = "cpu", torch_threads: int = 0) -> None:
         if torch_threads > 0:
-            import torch
+            import torch  # heavy: torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.build import build_scorer
 
         # the driver's checkpoint, unpacked here when this node lacks it; at the checkpoint's trained length
         self.scorer = build_scorer(prm_cfg, receive(checkpoint), device=device)
         self.cfg = mine_cfg
 
     def __call__(self, batch: Any) -> Any:
-        import pandas as pd
+        import pandas as pd  # heavy: pandas
 
         rows, _ = mine_rows(batch.to_dict("records"), self.scorer, self.cfg)
         return pd.DataFrame(rows, columns=list(MINED_COLUMNS))
@@ -87,7 +89,7 @@ def _select_problems(rows: list[dict[str, Any]], cfg: Mapping[str, Any], mcfg: M
 def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Mine pairs as configured (a mine_pairs config as a dict); returns the summary."""
     cfg = checked_dict("mine_pairs", cfg)
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     t0 = time.perf_counter()
     prm = dict(cfg["prm"] or {})
@@ -110,8 +112,6 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("no problems with gold traces in the configured sources and splits")
     kw = {"prm_cfg": prm, "checkpoint": str(ckpt), "mine_cfg": mcfg, "device": placement.device}
     if use_ray:
-        import ray
-
         df = ray.data.from_items(problems).map_batches(
             MineBatch, fn_constructor_kwargs={**kw, "checkpoint": ship(ckpt),
                                               "torch_threads": int(cfg["cpus_per_actor"])},
@@ -124,8 +124,8 @@ def mine_pairs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         df = pd.DataFrame(rows, columns=list(MINED_COLUMNS))
     if df.empty:  # Ray's to_pandas of zero rows has no columns
         df = pd.DataFrame(columns=list(MINED_COLUMNS))
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # heavy: pyarrow
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
     df = df.sort_values(["problem_id", "neg_step"], kind="stable").reset_index(drop=True)
     written = {}

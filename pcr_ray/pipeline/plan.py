@@ -22,8 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from pcr_ray.commands.hydra_app import run_hydra
+from pcr_ray.configs import to_plain
 from pcr_ray.generators.base import backend_of
+from pcr_ray.pipeline.ray_runtime import init_ray
 
 EPS = 1e-9
 
@@ -89,7 +93,9 @@ SHAPES: dict[str, tuple[Node, ...]] = {
 def pools(cfg: Mapping[str, Any]) -> list[Pool]:
     """The actor pools a composed evaluate config (plain dict) starts: model actors of the generators and PRMs its
     methods use, and the search worker pool."""
-    from pcr_ray.pipeline.actors import generator_runs_locally, vllm_placement
+    from pcr_ray.pipeline.actors import generator_runs_locally, vllm_placement  # heavy: ray
+
+    # heavy: pandas, pyarrow, ray
     from pcr_ray.pipeline.evaluate_pipeline import parse_methods
 
     specs = parse_methods(cfg["methods"], cfg["method_generators"], cfg["method_overrides"], cfg["method_prms"])
@@ -241,7 +247,7 @@ def format_plan(pool_list: Sequence[Pool], nodes: Sequence[Node], placement: Pla
 
 def cluster_nodes() -> tuple[Node, ...]:
     """The alive nodes of the connected Ray cluster, with their total CPUs, GPUs and memory."""
-    import ray
+    import ray  # heavy: ray
 
     out = []
     for n in ray.nodes():
@@ -275,8 +281,6 @@ def check_cluster(cfg: Mapping[str, Any], wait_s: float = 60.0, poll_s: float = 
 
 def rayjob_nodes(path: str | Path) -> tuple[Node, ...]:
     """The nodes of a KubeRay RayJob manifest (its head and each worker group at `replicas`)."""
-    import yaml
-
     spec = yaml.safe_load(Path(path).read_text())["spec"]["rayClusterSpec"]
     head = spec["headGroupSpec"]
     nodes = [_k8s_node("head", head["template"], head.get("rayStartParams") or {})]
@@ -296,8 +300,6 @@ def _k8s_node(name: str, template: Mapping[str, Any], params: Mapping[str, Any])
 
 def launcher_nodes(path: str | Path, workers: str = "max") -> tuple[Node, ...]:
     """The nodes of a Ray cluster launcher config: the head and each worker type at its min or max count."""
-    import yaml
-
     launcher = yaml.safe_load(Path(path).read_text())
     types = launcher["available_node_types"]
     head = launcher["head_node_type"]
@@ -342,8 +344,6 @@ def main(argv: list[str]) -> int:
         return 2
 
     def job(cfg: Any) -> int:
-        from pcr_ray.configs import to_plain
-
         try:
             pool_list = pools(to_plain(cfg))
         except (ValueError, KeyError) as exc:
@@ -358,8 +358,6 @@ def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None)
     """Print the plan against the shape asked for (the cluster at `address`, or every named shape); whether it
     fits every one."""
     if address:
-        from pcr_ray.pipeline.ray_runtime import init_ray
-
         init_ray({"address": address, "log_to_driver": False})
         shapes = {f"the cluster at {address}": cluster_nodes()}
     else:

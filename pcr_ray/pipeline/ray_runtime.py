@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
 
 # environment passed on to every worker when set in the driver: behaviour (offline hubs, tokenizer threads) ...
 PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
@@ -24,7 +27,7 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
     Returns the namespace that named actors live in.
     """
     global _started_here
-    import ray
+    import ray  # heavy: ray
 
     if ray.is_initialized():
         return ray.get_runtime_context().namespace
@@ -39,7 +42,6 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
     if address:
         ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver)
     else:  # no dashboard, hence no State API: the hook quiets what polls it (pcr_ray/ray_hooks.py)
-        from pcr_ray.ray_hooks import LOCAL_WORKER_SETUP_HOOK
 
         runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
         # address="local": a new Ray of this process's own, never a `ray start` cluster that happens to run here
@@ -52,8 +54,6 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
 
 def job_runtime_env() -> dict[str, Any]:
     """The runtime env of the `ray job submit` (or KubeRay RayJob) that started this driver; {} outside a job."""
-    import json
-
     raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")  # the job's config, set by Ray's job manager
     return dict((json.loads(raw) or {}).get("runtime_env") or {}) if raw else {}
 
@@ -75,9 +75,9 @@ def shutdown_ray() -> None:
     """Shut down the local Ray this process started (no-op when it joined one)."""
     global _started_here
     if _started_here:
-        import ray
+        import ray  # heavy: ray
 
-        from pcr_ray.pipeline.actors import release_all
+        from pcr_ray.pipeline.actors import release_all  # heavy: ray
 
         release_all()
         ray.shutdown()

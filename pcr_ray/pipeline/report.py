@@ -31,17 +31,17 @@ summary{cursor:pointer;font-size:13px}.ok{color:#187a2f}.bad{color:#b3261e}.warn
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: matplotlib
 
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _plt() -> Any:
-    import matplotlib
+    import matplotlib  # heavy: matplotlib
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: matplotlib
 
     return plt
 

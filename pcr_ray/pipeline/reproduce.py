@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.bench.records import git_revision, machine_info
+from pcr_ray.core.units import try_unit_info
+from pcr_ray.data.givens import extract, score_extraction
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
 from pcr_ray.negatives.csp import CSP_KINDS
+from pcr_ray.paths import cache_dir, runs_dir
+from pcr_ray.pipeline.metrics import ignored_conditions
 from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 from pcr_ray.pipeline.stats import wilson
 
@@ -185,11 +191,6 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
 def measure_givens(path: Path) -> dict[str, Any]:
     """The extractor on GSM8K test and generated physics (complete gold givens captured), and on SciBench physics
     (no gold givens: problems with givens found, and targets of the answer's dimension)."""
-    from pcr_ray.core.units import try_unit_info
-    from pcr_ray.data.givens import extract, score_extraction
-    from pcr_ray.data.physics import generate_problems
-    from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
-
     out: dict[str, Any] = {}
     gsm = [p for p in load_dataset("gsm8k_test") if p.gold_trace]
     phys = generate_problems(n=300, seed=0)
@@ -333,9 +334,8 @@ def _result_rows(path: Path, traces: bool = False) -> dict[tuple[str, str], dict
     `left_out` flag: a wrong answer whose trace leaves out a condition its problem states); None when absent."""
     if not path.exists():
         return None
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
-    from pcr_ray.pipeline.metrics import ignored_conditions
 
     cols = ["problem_id", "method", "correct", "error_type"]
     rows = pq.read_table(path, columns=cols + (["trace_json", "gold_trace_json"] if traces else [])).to_pylist()
@@ -535,12 +535,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args.methods = [m for m in args.methods.split(",") if m]
     if args.out is None:
-        from pcr_ray.paths import runs_dir
-
         args.out = str(runs_dir() / "reproduce" / args.scale)
     if args.scale == "paper":
-        from pcr_ray.paths import cache_dir
-
         for kind in ("csp", "random"):
             if getattr(args, f"checkpoint_{kind}") is None:
                 setattr(args, f"checkpoint_{kind}", str(cache_dir() / "prm" / f"deberta_{kind}"))

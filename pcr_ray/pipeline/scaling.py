@@ -18,9 +18,12 @@ draws accuracy against N and against tokens for the report.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pcr_ray.pipeline.records import grade_answer
+from pcr_ray.pipeline.report import plot_lines
 from pcr_ray.search.selection import Answered, select_answered
 
 SCALING_METHODS = ("best_of_n", "weighted", "majority", "beam", "dvts")
@@ -62,16 +65,12 @@ def scaling_specs(scfg: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _grade(row: Mapping[str, Any], sample: Mapping[str, Any], mode: str) -> bool:
-    from pcr_ray.pipeline.records import grade_answer
-
     if sample.get("value") is None or row.get("error"):
         return False
     return grade_answer({**row, "answer_value": sample["value"], "answer_unit": sample.get("unit") or ""}, mode)[0]
 
 
 def _samples(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    import json
-
     extra = row.get("extra_json") or ""
     try:
         return list(json.loads(extra).get("samples") or []) if extra else []
@@ -156,8 +155,6 @@ def scaling_table(curves: Mapping[str, Any]) -> str:
 
 def plot_scaling(curves: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The report's plots: accuracy against N, and against tokens per problem (generator + PRM); base64 PNGs."""
-    from pcr_ray.pipeline.report import plot_lines
-
     def tokens(p: Mapping[str, Any]) -> float:
         return float((p.get("prm_tokens") or 0) + (p.get("prompt_tokens") or 0) + (p.get("output_tokens") or 0))
 

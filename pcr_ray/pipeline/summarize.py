@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
 from pcr_ray.pipeline.stats import paired_comparisons, paired_table
 
 PREFERRED_X = ("search.beam_width", "search.verifier_coverage", "search.threshold", "search.k")
@@ -26,7 +29,6 @@ def _overrides(run_dir: Path) -> dict[str, str]:
     p = run_dir / ".hydra" / "overrides.yaml"
     if not p.exists():
         return {}
-    import yaml
 
     items = yaml.safe_load(p.read_text()) or []
     out = {}
@@ -93,7 +95,7 @@ def to_markdown(rows: Sequence[dict[str, Any]], axes: Sequence[str]) -> str:
 def paired_across_runs(root: Path) -> dict[str, Any]:
     """Paired comparisons of the (run, method) cells of a sweep that share a run or a method, from each run's
     results.parquet (per-problem correctness); {} when no run has one."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # heavy: pyarrow
 
     rows: list[dict[str, Any]] = []
     for r in sorted({p.parent for p in root.rglob("results.parquet")}):
@@ -111,8 +113,6 @@ def paired_across_runs(root: Path) -> dict[str, Any]:
 
 def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, Path]:
     """Write summary.{csv,md,json,html} (and summary.png when an axis is numeric); returns the paths."""
-    from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
-
     root = Path(multirun_dir)
     rows, axes = collect(root)
     out: dict[str, Path] = {}

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
@@ -46,7 +48,7 @@ class RaySession:
     """LoopSession over ray.train: dataset shards, DDP via prepare_model, report with checkpoints."""
 
     def __init__(self, seed: int, shuffle_buffer: int) -> None:
-        import ray.train
+        import ray.train  # heavy: ray
 
         ctx = ray.train.get_context()
         self.world_rank = ctx.get_world_rank()
@@ -55,7 +57,7 @@ class RaySession:
         self.shuffle_buffer = shuffle_buffer
 
     def train_batches(self, epoch: int, batch_size: int) -> Iterator[Any]:
-        import ray.train
+        import ray.train  # heavy: ray
 
         shard = ray.train.get_dataset_shard("train")
         yield from shard.iter_batches(batch_size=batch_size, batch_format="numpy",
@@ -63,7 +65,7 @@ class RaySession:
                                       local_shuffle_seed=self.seed * 1000 + epoch if self.shuffle_buffer else None)
 
     def val_batches(self, batch_size: int) -> Iterator[Any]:
-        import ray.train
+        import ray.train  # heavy: ray
 
         shard = ray.train.get_dataset_shard("validation")
         if shard is None:
@@ -71,18 +73,18 @@ class RaySession:
         yield from shard.iter_batches(batch_size=batch_size, batch_format="numpy")
 
     def prepare_model(self, model: Any) -> Any:
-        from ray.train.torch import prepare_model
+        from ray.train.torch import prepare_model  # heavy: ray
 
         return prepare_model(model)
 
     def device(self) -> Any:
-        from ray.train.torch import get_device
+        from ray.train.torch import get_device  # heavy: ray
 
         return get_device()
 
     def all_reduce_sum(self, values: list[float]) -> list[float]:
-        import torch
-        import torch.distributed as dist
+        import torch  # heavy: torch
+        import torch.distributed as dist  # heavy: torch
 
         if self.world_size <= 1 or not dist.is_initialized():
             return list(values)
@@ -92,7 +94,7 @@ class RaySession:
 
     @contextlib.contextmanager
     def latest_checkpoint(self) -> Iterator[Path | None]:
-        import ray.train
+        import ray.train  # heavy: ray
 
         ck = ray.train.get_checkpoint()
         if ck is None:
@@ -102,7 +104,7 @@ class RaySession:
             yield Path(d)
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: Path | None) -> None:
-        import ray.train
+        import ray.train  # heavy: ray
 
         ck = ray.train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir is not None else None
         ray.train.report(metrics, checkpoint=ck)
@@ -110,7 +112,7 @@ class RaySession:
 
 def ray_train_loop(config: dict[str, Any]) -> None:
     """train_loop_per_worker: the shared loop over a RaySession."""
-    from pcr_ray.prm.train_loop import TrainConfig, train_loop
+    from pcr_ray.prm.train_loop import TrainConfig, train_loop  # heavy: torch
 
     loop_cfg = TrainConfig.from_dict(config["train"])
     train_loop(loop_cfg, RaySession(loop_cfg.seed, int(config["shuffle_buffer"])))
@@ -147,7 +149,7 @@ def load_pairs_dataset(pairs_dir: str | Path, split: str, kinds: tuple[str, ...]
     in which a kind's share is scaled by `kind_weights[kind]` (default 1: its natural share). With
     `whole_lists` (the listwise loss) the subset is drawn by candidate list, so no list loses negatives;
     `limit` then rounds up to the end of the limit-th pair's list, and kind_weights do not apply."""
-    import ray
+    import ray  # heavy: ray
 
     path = Path(pairs_dir) / split
     if not path.exists():
@@ -172,8 +174,6 @@ def _lowest_ranks(ds: Any, limit: int, whole_lists: bool) -> Any:
     a pair); the kept rows are sorted in one task. (Ray's sort samples and shuffles into 200 partitions: 6-30 s of
     overhead for a subset of thousands of pairs on 2 CPUs, where this takes 2-3 s.) A limited subset is what one
     training run reads; for many millions of pairs, train on the whole split (limit 0) instead."""
-    import numpy as np
-
     ranks = np.concatenate([np.asarray(b["rank"], dtype=np.float64)
                             for b in ds.select_columns(["rank"]).iter_batches(batch_format="numpy", batch_size=None)]
                            or [np.empty(0)])
@@ -214,8 +214,8 @@ def fit_and_release(trainer: Any) -> Any:
 def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
     cfg = checked_dict("train_prm", cfg)
-    from ray.train import CheckpointConfig, RunConfig, ScalingConfig
-    from ray.train.torch import TorchTrainer
+    from ray.train import CheckpointConfig, RunConfig, ScalingConfig  # heavy: ray
+    from ray.train.torch import TorchTrainer  # heavy: ray
 
     t0 = time.perf_counter()
     prm = dict(cfg["prm"] or {})

@@ -8,7 +8,9 @@ parameter shapes; the training length (`max_length`) must agree too, since a PRM
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -71,9 +73,6 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]], output: str | o
 
 def main(argv: list[str]) -> int:
     """`pcr-ray average-prm CK1 CK2 [...] --output DIR [--weights W1 W2 ...]`."""
-    import argparse
-    import sys
-
     ap = argparse.ArgumentParser(
         prog="pcr-ray average-prm",
         description="Average the weights of PRM checkpoints of one architecture (training rounds continued from "

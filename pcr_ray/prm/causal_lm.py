@@ -95,7 +95,7 @@ class CausalLMPRM:
     def from_pretrained(cls, path: str | os.PathLike[str], convention: str, *, device: str = "cpu",
                         dtype: str = "auto", **kw: Any) -> CausalLMPRM:
         """Load a folder or hub name; bf16 on a GPU when dtype is auto, fp32 on a CPU."""
-        from transformers import (
+        from transformers import (  # heavy: transformers
             AutoConfig,
             AutoModel,
             AutoModelForCausalLM,

@@ -14,13 +14,17 @@ kernel keeps a score a function of its pair alone.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import platform
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pcr_ray.paths import cache_dir
 
 INT8_ROWS, ONNX_INT8, FP32 = "int8_rows", "onnx_int8", "fp32"
 # int8 is kept only when this much faster than fp32: below that its (small) error buys nothing
@@ -80,7 +84,7 @@ def rates(fns: dict[str, Callable[[], object]], work: float, *, rounds: int = 5,
 
 def pick(int8_kernel: str, measured: dict[str, float], unit: str) -> KernelChoice:
     """int8_kernel when its rate is at least MIN_SPEEDUP x fp32's, else fp32; the reason states the ratio."""
-    import torch
+    import torch  # heavy: torch
 
     ratio = measured[int8_kernel] / max(measured[FP32], 1e-12)
     kernel = int8_kernel if ratio >= MIN_SPEEDUP else FP32
@@ -91,12 +95,8 @@ def pick(int8_kernel: str, measured: dict[str, float], unit: str) -> KernelChoic
 
 def _machine_file(key: Hashable) -> Path:
     """Where a choice is kept for this machine: the cache, by a digest of the key, the CPU and torch's version."""
-    import hashlib
-    import platform
+    import torch  # heavy: torch
 
-    import torch
-
-    from pcr_ray.paths import cache_dir
 
     cpu = platform.processor()
     with contextlib.suppress(OSError):

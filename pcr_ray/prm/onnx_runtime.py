@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from pcr_ray.paths import build_once, cache_dir
 from pcr_ray.prm.base import ENCODER_DIR, HEAD_FILE, META_FILE
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes: old cache folders are then not reused
@@ -39,7 +42,7 @@ def _require() -> Any:
 
 def checkpoint_key(path: str | os.PathLike[str]) -> str:
     """A digest of the checkpoint's files (encoder folder, head, prm.json), the export format and versions."""
-    import torch
+    import torch  # heavy: torch
 
     ort = _require()
     p = Path(path)
@@ -55,8 +58,6 @@ def checkpoint_key(path: str | os.PathLike[str]) -> str:
 
 def export_dir(path: str | os.PathLike[str]) -> Path:
     """Where the ONNX files of this checkpoint live: cache_dir()/prm_onnx/<checkpoint_key>."""
-    from pcr_ray.paths import cache_dir
-
     return cache_dir() / "prm_onnx" / checkpoint_key(path)
 
 
@@ -65,17 +66,15 @@ def exported(path: str | os.PathLike[str]) -> Path:
 
     Concurrent callers (PRM actors starting together) wait on a file lock; a folder appears whole or not at all.
     """
-    from pcr_ray.paths import build_once
-
     return build_once(export_dir(path), lambda out: all((out / f).is_file() for f in FILES.values()),
                       lambda tmp: _export(Path(path), tmp))
 
 
 def _export(path: Path, out: Path) -> None:
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    import torch  # heavy: torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # heavy: onnxruntime
 
-    from pcr_ray.prm.model import encode_pairs, load_checkpoint
+    from pcr_ray.prm.model import encode_pairs, load_checkpoint  # heavy: torch
 
     _require()
     model, tok, meta = load_checkpoint(path, device="cpu")
@@ -132,8 +131,6 @@ class OnnxPRM:
 
 
 def _int64(x: Any) -> Any:
-    import numpy as np
-
     arr = x.numpy() if hasattr(x, "numpy") else np.asarray(x)
     return arr.astype(np.int64, copy=False)
 
@@ -141,7 +138,7 @@ def _int64(x: Any) -> Any:
 def load_onnx(path: str | os.PathLike[str], *, int8: bool, threads: int | None = None) -> OnnxPRM:
     """An OnnxPRM on the checkpoint folder `path` (exported on first use); threads None: torch's thread count."""
     if threads is None:
-        import torch
+        import torch  # heavy: torch
 
         threads = torch.get_num_threads()  # what the actor was given (Ray sets OMP threads = its CPUs)
     return OnnxPRM(exported(path) / FILES["int8" if int8 else "fp32"], threads=threads)

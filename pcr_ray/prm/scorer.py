@@ -22,6 +22,7 @@ from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
+from pcr_ray.prm.onnx_runtime import load_onnx
 from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, make_packs, packed_logits
@@ -133,8 +134,6 @@ class PRMScorer:
             int8 = known.kernel == int8_kernel
             measure_kernel = False
         if runtime == "onnx":
-            from pcr_ray.prm.onnx_runtime import load_onnx
-
             del model
             fp32_model = load_onnx(path, int8=False, threads=threads) if not (int8 and not measure_kernel) else None
             int8_model = load_onnx(path, int8=True, threads=threads) if int8 else None

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm.auto import tqdm
 
 from pcr_ray.prm.model import (
     PRMMeta,
@@ -441,7 +442,6 @@ def candidate_lists(batches: Iterable[Batch], batch_size: int, seed: str, n_batc
 def _bar(cfg: TrainConfig, rank0: bool, epoch: int, total: int) -> Any:
     if not (cfg.progress and rank0):
         return None
-    from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch", file=sys.stderr, leave=False)
 

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pcr_ray.core.render import canonical_names, render_answer, render_context
+from pcr_ray.core.render import canonical_names, render_answer, render_context, render_step
 from pcr_ray.core.trace import Answer, Step, Trace
 from pcr_ray.core.verifier import AnswerValue, VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest, uses_feedback
@@ -467,7 +467,6 @@ def run_result(run: SearchRun, cfg: SearchConfig, t0: float) -> SearchResult:
     res.trace_ok = verdict.ok
     res.final_diagnostics = [d.feedback() for d in verdict.diagnostics]
     res.score = score if cfg.uses_prm else None
-    from pcr_ray.core.render import render_step
 
     res.steps = [{"step": render_step(s), "verdict": v, "score": (beam.scores[i] if i < len(beam.scores) else None)}
                  for i, (s, v) in enumerate(zip(beam.steps, beam.verdicts, strict=True))]

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from pcr_ray.core.render import render_step
 from pcr_ray.core.trace import Trace, parse_trace
 from pcr_ray.core.verifier import VerifierState, verify
 from pcr_ray.generators.base import ProposalRequest
@@ -114,7 +115,6 @@ def run_best_of_n(problems: list[SearchProblem], generator: Any, scorer: Any | N
             results[owner].n_scored, results[owner].n_prm_calls = a["scored"], a["prm_calls"]
             results[owner].n_cache_hits, results[owner].prm_tokens = a["cache_hits"], a["prm_tokens"]
             results[owner].prm_s = round(batch.seconds * a["scored"] / len(batch.requests), 4)
-    from pcr_ray.core.render import render_step
 
     for i, kept in enumerate(valid):
         res = results[i]

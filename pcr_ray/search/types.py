@@ -26,6 +26,8 @@ from pcr_ray.configs import SearchOptions, frozen_view
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import canonical_unit, try_unit_info
 from pcr_ray.core.verifier import VerifierConfig
+from pcr_ray.data.givens import extract
+from pcr_ray.data.problem import Problem
 from pcr_ray.search.selection import SELECTIONS
 from pcr_ray.search.strategy import STRATEGIES, Strategy
 
@@ -134,8 +136,6 @@ class SearchProblem:
         with extracted givens it is the extractor's target (its unit, or the SI unit of the implied dimension).
         """
         if isinstance(problem, Mapping):
-            from pcr_ray.data.problem import Problem
-
             problem = Problem.from_dict(dict(problem))
         if givens not in ("gold", "extract", "auto"):
             raise ValueError(f"givens must be gold, extract or auto, got {givens!r}")
@@ -150,8 +150,6 @@ class SearchProblem:
             target = answer[0].get("unit", "") if answer else ""
             source = "gold"
         else:
-            from pcr_ray.data.givens import extract
-
             ex = extract(problem.text, extractor)
             gv = ex.givens
             target = target_unit_of(ex.target)

@@ -21,9 +21,11 @@ from omegaconf import DictConfig
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcr_ray import __version__, configs
+from pcr_ray.core.render import render_candidate, render_context, step_with_value
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
 from pcr_ray.prm.build import QUICK
+from pcr_ray.prm.checkpoints import default_checkpoint_dir, find_checkpoint
 from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
 from pcr_ray.serve.models import (
@@ -91,12 +93,7 @@ def auth_for(settings: ServeSettings) -> ApiKeyAuth:
 
 def no_checkpoint_message(kind: str = "csp") -> str:
     """How to provide a PRM checkpoint (the 503 message of /v1/score)."""
-    try:
-        from pcr_ray.prm.checkpoints import default_checkpoint_dir
-
-        where = f" (it is saved to {default_checkpoint_dir(kind)} and found there)"
-    except Exception:  # the PRM package may be absent: the message must still be useful
-        where = ""
+    where = f" (it is saved to {default_checkpoint_dir(kind)} and found there)"
     return (f"no PRM checkpoint is loaded, so steps cannot be scored; /v1/verify works without one. Train "
             f"one with `pcr-ray train-prm`{where}, or start the service with "
             f"`pcr-ray serve checkpoint=/path/to/ckpt`.")
@@ -120,10 +117,6 @@ def resolve_checkpoint(settings: ServeSettings) -> Path | str | None:
             raise FileNotFoundError(f"PRM checkpoint folder {p} does not exist "
                                     f"(checkpoint={settings.checkpoint!r})")
         return p
-    try:
-        from pcr_ray.prm.checkpoints import find_checkpoint
-    except ImportError:
-        return None
     return find_checkpoint(settings.kind)
 
 
@@ -223,21 +216,15 @@ def _other_row(i: int, raw: Any, diag: Any | None) -> dict[str, Any]:
 
 def _valued(result: Any) -> Any:
     """An accepted step carrying the verifier's recomputed value: how CSP training pairs render steps."""
-    from pcr_ray.core.render import step_with_value
-
     return step_with_value(result.step, result.value if math.isfinite(result.value) else None)
 
 
 def _render_candidate(givens: Any, prefix: Any, step: Any) -> str:
-    from pcr_ray.core.render import render_candidate
-
     return render_candidate(givens, prefix, step)
 
 
 def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
     """Trace form: verify the whole trace; every accepted step becomes a (context, step) pair to score."""
-    from pcr_ray.core.render import render_context
-
     verdict = verify(trace)
     parsed, _ = parse_trace(trace)
     givens = parsed.givens if parsed is not None else ()
@@ -268,8 +255,6 @@ def plan_trace(problem: str, trace: dict[str, Any]) -> _Plan:
 
 def plan_candidates(problem: str, prefix: dict[str, Any], candidates: Sequence[Any]) -> _Plan:
     """Search form: verify the prefix, then each candidate against it; accepted candidates get scored."""
-    from pcr_ray.core.render import render_context
-
     body = {k: v for k, v in prefix.items() if k != "answer"}
     parsed, shape_errors = parse_trace(body)
     diags: list[Any] = []

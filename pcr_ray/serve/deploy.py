@@ -17,15 +17,18 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import ray
 from fastapi import FastAPI
 from omegaconf import DictConfig
 from ray import serve
+from ray.serve.context import _get_global_client
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
+from pcr_ray.prm.build import build_scorer
 from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
@@ -68,10 +71,9 @@ class PRMScorerDeployment:
                  bf16: bool = False, runtime: str = "torch", cache_size: int = 0, family: str = "cross_encoder",
                  convention: str | None = None) -> None:
         if torch_threads > 0:
-            import torch
+            import torch  # heavy: torch
 
             torch.set_num_threads(torch_threads)
-        from pcr_ray.prm.build import build_scorer
 
         prm_cfg = {"device": device, "runtime": runtime, "int8": int8, "bf16": bf16, "max_batch": scorer_max_batch,
                    "cache_size": cache_size, "family": family, "convention": convention}
@@ -179,10 +181,6 @@ def build_from_settings(settings: ServeSettings) -> Any:
 
 def _with_serve_host(settings: ServeSettings) -> ServeSettings:
     """`settings` with the HTTP host of the Serve instance already running in this cluster, if there is one."""
-    from dataclasses import replace
-
-    import ray
-
     if not ray.is_initialized():  # building the graph only (no cluster): ServeSettings.host is the host
         return settings
     try:
@@ -229,8 +227,6 @@ def _port_free(host: str, port: int) -> bool:
 
 def _serve_client() -> Any | None:
     """The running Serve controller's client in this Ray cluster, or None when Serve is not started."""
-    from ray.serve.context import _get_global_client
-
     return _get_global_client(raise_if_no_controller_running=False)
 
 
@@ -241,8 +237,6 @@ def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningS
     When Serve already runs in this cluster its HTTP host/port stay as they are (Serve's options are
     cluster-wide); the returned URL says where the app really is.
     """
-    import ray
-
     s = settings if isinstance(settings, ServeSettings) else ServeSettings.from_mapping(settings)
     auth_for(s)  # beyond loopback without an API key: refuse before starting anything
     owns_ray = not ray.is_initialized()

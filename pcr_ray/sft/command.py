@@ -10,18 +10,20 @@ from typing import Any
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
+from pcr_ray.generators.model_folder import SFT_RECORD, resolve_model
 from pcr_ray.paths import cache_dir, is_uri, put_folder
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.train_prm import fit_and_release
 from pcr_ray.prm.checkpoints import install_checkpoint
+from pcr_ray.sft.corpus import build_corpus
 from pcr_ray.sft.examples import SFTExample
-from pcr_ray.sft.train import RECIPE_FILE, SFTRecipe, save, train_model
+from pcr_ray.sft.train import SFTRecipe, save, train_model
 
 
 def ray_sft_loop(config: dict[str, Any]) -> None:
     """One worker: its shard of the examples, DDP through prepare_model; rank 0 reports the saved folder."""
-    import ray.train
-    from ray.train.torch import prepare_model
+    import ray.train  # heavy: ray
+    from ray.train.torch import prepare_model  # heavy: ray
 
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
@@ -41,11 +43,9 @@ def ray_sft_loop(config: dict[str, Any]) -> None:
 
 def build_trainer(cfg: dict[str, Any]) -> tuple[Any, list[SFTExample], SFTRecipe]:
     """The TorchTrainer of a checked sft config (not started), its examples and recipe."""
-    from ray.train import RunConfig, ScalingConfig
-    from ray.train.torch import TorchTrainer
+    from ray.train import RunConfig, ScalingConfig  # heavy: ray
+    from ray.train.torch import TorchTrainer  # heavy: ray
 
-    from pcr_ray.generators.model_folder import resolve_model
-    from pcr_ray.sft.corpus import build_corpus
 
     rcfg, scaling = cfg["sft_recipe"], cfg["scaling"]
     name = str(rcfg["name"])
@@ -84,7 +84,7 @@ def sft(cfg: Any) -> dict[str, Any]:
         raise RuntimeError(f"fine-tuning reported no checkpoint (error: {result.error})")
     with result.checkpoint.as_directory() as d:
         src = Path(d) / "model"
-        if not (src / RECIPE_FILE).exists():
+        if not (src / SFT_RECORD).exists():
             raise RuntimeError(f"the Ray Train checkpoint {d} holds no fine-tuned model")
         if is_uri(output):
             put_folder(src, output)

@@ -10,6 +10,8 @@ import itertools
 from collections import Counter
 from typing import Any
 
+from pcr_ray.data.physics import generate_problems
+from pcr_ray.data.readers import iter_gsm8k, resolve_data_dir
 from pcr_ray.sft.examples import SFTExample, corpus_examples
 
 TRAIN_SEED_MIN = 1000
@@ -18,16 +20,12 @@ TRAIN_SEED_MIN = 1000
 def training_problems(physics_problems: int, physics_seed: int, gsm8k_train: int, data_dir: str | None = None,
                       physics_mix: str = "all") -> list[Any]:
     """The problems a recipe trains on (physics of `physics_mix` from physics_seed; the first GSM8K train rows)."""
-    from pcr_ray.data.physics import generate_problems
-
     if physics_seed < TRAIN_SEED_MIN:
         raise ValueError(f"physics_seed must be >= {TRAIN_SEED_MIN} (seeds below it are evaluation seeds), got "
                          f"{physics_seed}")
     problems: list[Any] = (generate_problems(physics_problems, seed=physics_seed, mix=physics_mix)
                            if physics_problems else [])
     if gsm8k_train and gsm8k_train_found(data_dir):
-        from pcr_ray.data.readers import iter_gsm8k
-
         rows = (p for p in iter_gsm8k("train", data_dir) if p.gold_trace)
         problems += list(itertools.islice(rows, gsm8k_train))
     return problems
@@ -35,8 +33,6 @@ def training_problems(physics_problems: int, physics_seed: int, gsm8k_train: int
 
 def gsm8k_train_found(data_dir: str | None = None) -> bool:
     """Whether GSM8K's train split is in the data folder (without it a recipe trains on physics alone)."""
-    from pcr_ray.data.readers import resolve_data_dir
-
     return (resolve_data_dir(data_dir) / "gsm8k" / "train.jsonl").exists()
 
 

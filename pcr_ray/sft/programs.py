@@ -44,8 +44,8 @@ def _symbols(formula: str) -> list[str]:
 def op_expression(op: str) -> str | None:
     """A Python expression over the op's parameter names (math.* functions), or None if the formula does not
     translate into one that agrees with the op's implementation."""
-    import sympy as sp
-    from sympy.parsing.sympy_parser import (
+    import sympy as sp  # heavy: sympy
+    from sympy.parsing.sympy_parser import (  # heavy: sympy
         convert_xor,
         implicit_multiplication_application,
         parse_expr,

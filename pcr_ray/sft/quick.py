@@ -16,8 +16,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from pcr_ray.configs import compose, to_plain
+from pcr_ray.generators.model_folder import SFT_RECORD
 from pcr_ray.paths import PACKAGE_DIR, build_once, cache_dir
-from pcr_ray.sft.train import LOOP_VERSION, RECIPE_FILE, SFTRecipe
+from pcr_ray.sft.corpus import build_corpus, gsm8k_train_found
+from pcr_ray.sft.train import LOOP_VERSION, SFTRecipe, run_sft
 
 QUICK_RECIPES = ("tiny", "test")  # conf/sft_recipe/<name>.yaml
 KEEP = 3
@@ -31,14 +34,11 @@ def quick_recipe(name: str) -> SFTRecipe:
     """The recipe `sft:<name>` (conf/sft_recipe/<name>.yaml, composed and checked)."""
     if name not in QUICK_RECIPES:
         raise ValueError(f"unknown quick fine-tune sft:{name}; known: " + ", ".join(f"sft:{n}" for n in QUICK_RECIPES))
-    from pcr_ray.configs import compose, to_plain
 
     return SFTRecipe.from_config(to_plain(compose("sft", [f"sft_recipe={name}"]))["sft_recipe"])
 
 
 def _key(recipe: SFTRecipe) -> str:
-    from pcr_ray.sft.corpus import gsm8k_train_found
-
     root = PACKAGE_DIR
     data = {"gsm8k_train": bool(recipe.gsm8k_train) and gsm8k_train_found(), "loop": LOOP_VERSION}
     h = hashlib.sha256(json.dumps([recipe.to_dict(), data], sort_keys=True).encode())
@@ -54,7 +54,7 @@ def quick_sft_folder(name: str) -> Path:
 
 
 def _complete(folder: Path) -> bool:
-    return (folder / RECIPE_FILE).exists() and (folder / "model.safetensors").exists()
+    return (folder / SFT_RECORD).exists() and (folder / "model.safetensors").exists()
 
 
 def ensure_quick_sft(name: str, resolve_base: Callable[[str], str]) -> Path:
@@ -67,9 +67,6 @@ def ensure_quick_sft(name: str, resolve_base: Callable[[str], str]) -> Path:
         return folder
 
     def make(tmp: Path) -> None:
-        from pcr_ray.sft.corpus import build_corpus
-        from pcr_ray.sft.train import run_sft
-
         recipe = quick_recipe(name)
         resolved = dataclasses.replace(recipe, base_model=resolve_base(recipe.base_model))
         examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,

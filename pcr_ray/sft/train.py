@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from pcr_ray.configs import SFTRecipeConfig, frozen_view
+from pcr_ray.generators.model_folder import SFT_RECORD
 from pcr_ray.sft.examples import SFTExample
 
 log = logging.getLogger(__name__)
 IGNORE = -100
 LOOP_VERSION = 1  # part of a quick fine-tune's key: bump it when a change here changes what the loop trains
-RECIPE_FILE = "sft.json"
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def batches(encoded: Sequence[tuple[list[int], list[int]]], batch_size: int, see
 def collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
     """Left-padded tensors (every reply ends at the last column): input_ids, attention_mask, position_ids,
     labels."""
-    import torch
+    import torch  # heavy: torch
 
     n = max(len(ids) for ids, _ in batch)
     ids = torch.full((len(batch), n), pad_id, dtype=torch.long)
@@ -98,7 +98,7 @@ def collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[s
 def target_loss(model: Any, batch: dict[str, Any]) -> Any:
     """Mean cross-entropy over the reply tokens, with logits computed only over the replies' columns (the
     vocabulary projection of the prompt tokens, most of each example, is skipped)."""
-    import torch
+    import torch  # heavy: torch
 
     labels = batch["labels"]
     n = labels.shape[1]
@@ -115,13 +115,13 @@ def target_loss(model: Any, batch: dict[str, Any]) -> Any:
 
 def load_base(recipe: SFTRecipe) -> tuple[Any, Any]:
     """The base model (fp32 weights; a LoRA wrapped around it when lora_r > 0) and its tokenizer."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # heavy: torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: transformers
 
     tok = AutoTokenizer.from_pretrained(recipe.base_model)
     model = AutoModelForCausalLM.from_pretrained(recipe.base_model, dtype=torch.float32)
     if recipe.lora_r > 0:
-        from peft import LoraConfig, get_peft_model
+        from peft import LoraConfig, get_peft_model  # heavy: peft
 
         model = get_peft_model(model, LoraConfig(r=recipe.lora_r, lora_alpha=recipe.lora_alpha, lora_dropout=0.0,
                                                  target_modules="all-linear", task_type="CAUSAL_LM"))
@@ -129,7 +129,7 @@ def load_base(recipe: SFTRecipe) -> tuple[Any, Any]:
 
 
 def _to_device(model: Any) -> Any:
-    import torch
+    import torch  # heavy: torch
 
     return model.to("cuda") if torch.cuda.is_available() else model
 
@@ -141,7 +141,7 @@ def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: C
     Every worker takes the same number of steps (DDP needs it): the step count comes from all the examples.
     Worker 0 logs the loss every `log_every` steps.
     """
-    import torch
+    import torch  # heavy: torch
 
     torch.manual_seed(recipe.seed)
     model, tok = load_base(recipe)
@@ -192,7 +192,7 @@ def run_sft(examples: Sequence[SFTExample], recipe: SFTRecipe, out: Path, *, dat
 
 def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> None:
     """The fine-tuned weights (a LoRA merged in), the tokenizer and sft.json: recipe, data, loss curve, speed."""
-    import torch
+    import torch  # heavy: torch
 
     inner = getattr(model, "module", model)  # DDP
     if recipe.lora_r > 0:
@@ -205,10 +205,4 @@ def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summar
               "tokens": result.tokens, "target_tokens": result.target_tokens,
               "seconds": round(result.seconds, 1),
               "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else None}
-    (result.folder / RECIPE_FILE).write_text(json.dumps(record, indent=1))
-
-
-def read_recipe(folder: str | Path) -> dict[str, Any] | None:
-    """A fine-tuned folder's sft.json (None for a model that was not fine-tuned here)."""
-    path = Path(folder) / RECIPE_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    (result.folder / SFT_RECORD).write_text(json.dumps(record, indent=1))
