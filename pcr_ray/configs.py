@@ -427,6 +427,21 @@ class ScalingSweepConfig:
 
 
 @dataclass
+class BaselineOptions:
+    """The baselines' options (pcr_ray.baselines): `baselines` of evaluate, `method.baseline` of solve."""
+
+    seed: int = 0  # sampling seed of a baseline's first request (pyexec's attempt a asks with seed + a)
+    max_attempts: int = 2  # pyexec: programs per problem (the next request says why the last one failed)
+    timeout_s: float = 10.0  # pyexec: wall-clock seconds per program
+    cpu_s: int = 5  # pyexec: CPU seconds per program
+    memory_mb: int = 512  # pyexec: address space per program, MiB
+    output_bytes: int = 1 << 20  # pyexec: output kept per program (stdout and stderr each)
+    # pyexec: `bwrap` runs programs inside bubblewrap (docs/reliability.md) and refuses where it is missing;
+    # `unconfined` runs them without it, with a loud warning: they can then read all your files
+    sandbox: str = "bwrap"
+
+
+@dataclass
 class EvaluateConfig:
     """`pcr-ray evaluate`: every method runs on the same problems; a row of results.parquet is one (problem, method)."""
 
@@ -449,10 +464,7 @@ class EvaluateConfig:
     # per-source search options on top of `search` (method_overrides win over them), e.g. {physics: {aggregate: mean}};
     # on the command line: +search_source_overrides.physics.aggregate=mean. Every combination is checked before Ray
     search_source_overrides: dict[str, dict[str, Any]] = _dict()
-    # options passed to pcr_ray.baselines (timeout_s, cpu_s, memory_mb, max_attempts, sandbox). pyexec runs
-    # model-written programs inside bubblewrap (docs/reliability.md); without bwrap pyexec refuses to run;
-    # `baselines.sandbox=unconfined` runs them anyway with a loud warning: they can then read all your files
-    baselines: dict[str, Any] = _dict(sandbox="bwrap")
+    baselines: BaselineOptions = _factory(BaselineOptions)  # the direct and pyexec baselines' options
     run_dir: Optional[str] = None  # null: Hydra's run directory (hydra.run.dir); set it to resume a run elsewhere
     ray: EvaluateRayConfig = _factory(EvaluateRayConfig)
     pipeline: PipelineConfig = _factory(PipelineConfig)
@@ -478,7 +490,7 @@ class MethodConfig:
 
     name: str = MISSING  # a search method (SEARCH_SCHEMAS) or a baseline (direct, pyexec)
     search: dict[str, Any] = _dict()
-    baseline: dict[str, Any] = _dict()
+    baseline: BaselineOptions = _factory(BaselineOptions)  # a baseline's options (ignored by search methods)
 
 
 @dataclass

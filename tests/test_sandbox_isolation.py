@@ -183,12 +183,16 @@ def test_missing_bwrap_is_refused_with_how_to_install_it(tmp_path: Path, monkeyp
 
 
 def test_sandbox_setting_is_in_the_configs() -> None:
+    from pcr_ray.baselines.base import BaselineConfig
     from pcr_ray.baselines.pyexec import limits_from
     from pcr_ray.evaluate import compose_config
 
-    cfg = compose_config(["baselines.sandbox=unconfined"])
-    assert limits_from(cfg.baselines).sandbox == "unconfined"
-    assert limits_from(compose_config([]).baselines).sandbox == "bwrap"
+    cfg = compose_config(["baselines.sandbox=unconfined", "baselines.memory_mb=256"])
+    limits = limits_from(BaselineConfig.from_mapping(cfg.baselines))
+    assert (limits.sandbox, limits.memory_mb) == ("unconfined", 256)
+    assert limits_from(BaselineConfig.from_mapping(compose_config([]).baselines)) == SandboxLimits()
+    with pytest.raises(ValueError, match="unknown baseline option"):
+        BaselineConfig.from_mapping({"timeout": 3})
 
 
 @needs_bwrap

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pcr_ray.configs import BaselineOptions, frozen_view
 from pcr_ray.registry import Registry
 
 if TYPE_CHECKING:
@@ -21,6 +23,20 @@ class BaselineRun(Protocol):
 
     def __call__(self, problems: Sequence[SearchProblem], generator: Any,
                  cfg: Mapping[str, Any] | None = None) -> list[SearchResult]: ...
+
+
+class BaselineConfig(frozen_view(BaselineOptions, "BaselineFields")):
+    """A baseline's options as it reads them: the checked `baselines` (or `method.baseline`) config, frozen."""
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping[str, Any] | None) -> BaselineConfig:
+        """The options from a config mapping (None or a missing key: the default); an unknown key is an error."""
+        cfg = dict(cfg or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ValueError(f"unknown baseline option(s) {unknown}; known: {sorted(known)}")
+        return cls(**cfg)
 
 
 # a module of pcr_ray/baselines/ registers its run function with `@BASELINES.register(name)`

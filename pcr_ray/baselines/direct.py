@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.baselines.base import BASELINES
+from pcr_ray.baselines.base import BASELINES, BaselineConfig
 from pcr_ray.core.answers import extract_answer
 from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.search import SearchProblem, SearchResult
@@ -17,8 +17,7 @@ from pcr_ray.search.usage import propose_counted
 def run_direct(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
                ) -> list[SearchResult]:
     """One batched propose() in mode 'direct'; the first sample's extracted answer is the answer."""
-    cfg = dict(cfg or {})
-    seed = int(cfg.get("seed", 0))
+    seed = BaselineConfig.from_mapping(cfg).seed
     t0 = time.perf_counter()
     reqs = [ProposalRequest(p.id, p.text, p.givens, k=1, mode="direct", target_unit=p.target_unit, seed=seed)
             for p in problems]

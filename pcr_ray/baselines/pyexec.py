@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcr_ray.baselines.base import BASELINES
+from pcr_ray.baselines.base import BASELINES, BaselineConfig
 from pcr_ray.baselines.confine import require_bwrap
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
 from pcr_ray.core.answers import last_quantity
@@ -23,25 +23,21 @@ from pcr_ray.search import SearchProblem, SearchResult
 from pcr_ray.search.usage import propose_counted
 
 
-def limits_from(cfg: Mapping[str, Any]) -> SandboxLimits:
-    """Sandbox limits from config keys timeout_s, cpu_s, memory_mb, output_bytes, sandbox (bwrap|unconfined)."""
-    base = SandboxLimits()
-    return SandboxLimits(wall_s=float(cfg.get("timeout_s", base.wall_s)), cpu_s=int(cfg.get("cpu_s", base.cpu_s)),
-                         memory_mb=int(cfg.get("memory_mb", base.memory_mb)),
-                         output_bytes=int(cfg.get("output_bytes", base.output_bytes)),
-                         sandbox=str(cfg.get("sandbox", base.sandbox)))
+def limits_from(options: BaselineConfig) -> SandboxLimits:
+    """The sandbox limits of each program: wall and CPU seconds, memory, output, bwrap or unconfined."""
+    return SandboxLimits(wall_s=options.timeout_s, cpu_s=options.cpu_s, memory_mb=options.memory_mb,
+                         output_bytes=options.output_bytes, sandbox=options.sandbox)
 
 
 @BASELINES.register("pyexec")
 def run_pyexec(problems: Sequence[SearchProblem], generator: Any, cfg: Mapping[str, Any] | None = None,
                ) -> list[SearchResult]:
     """Per round, one batched propose() in mode 'python' for the problems still unanswered; run each program."""
-    cfg = dict(cfg or {})
-    limits = limits_from(cfg)
+    options = BaselineConfig.from_mapping(cfg)
+    limits = limits_from(options)
     if limits.sandbox == "bwrap":
         require_bwrap()  # refuse before any generation when programs could not be confined
-    attempts = max(1, int(cfg.get("max_attempts", 2)))
-    seed = int(cfg.get("seed", 0))
+    attempts, seed = max(1, options.max_attempts), options.seed
     t0 = time.perf_counter()
     results = [SearchResult.for_problem(p, "pyexec") for p in problems]
     for r in results:

@@ -37,6 +37,7 @@ from functools import lru_cache
 
 import pcr_ray.baselines.confine as confine
 from pcr_ray.baselines.confine import SandboxUnavailable
+from pcr_ray.configs import BaselineOptions
 
 BLOCKED_EXIT = 87
 
@@ -124,15 +125,15 @@ class SandboxLimits:
     only: the program can read whatever the user can). `audit_hook=False` only to test the outer layer alone.
     """
 
-    wall_s: float = 10.0
-    cpu_s: int = 5
-    memory_mb: int = 512
-    output_bytes: int = 1 << 20
+    wall_s: float = BaselineOptions.timeout_s
+    cpu_s: int = BaselineOptions.cpu_s
+    memory_mb: int = BaselineOptions.memory_mb
+    output_bytes: int = BaselineOptions.output_bytes
     nproc: int = 64
     nofile: int = 64
     network_namespace: bool = True
     preload: tuple[str, ...] = ("sympy",)
-    sandbox: str = "bwrap"
+    sandbox: str = BaselineOptions.sandbox
     audit_hook: bool = True
 
     def __post_init__(self) -> None:
