@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from pcr_ray.configs import EnumerateGeneratorConfig
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
@@ -52,6 +53,8 @@ from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_inf
 from pcr_ray.core.verifier import covered_families
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
+
+DEFAULTS = EnumerateGeneratorConfig  # the defaults of every option: the schema of its kind states them
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
 CONST_HINTS: dict[str, str] = {
@@ -81,18 +84,18 @@ class _Cand:
 class EnumeratorGenerator:
     """Enumerates candidate steps and answer declarations; see the module docstring for the rules."""
 
-    typed: bool = True
-    cap: int = 512
-    seed: int = 0
+    typed: bool = DEFAULTS.typed
+    cap: int = DEFAULTS.cap
+    seed: int = DEFAULTS.seed
     literals: tuple[float, ...] = ()
-    families: tuple[str, ...] | None = None
-    ops: tuple[str, ...] | None = None
-    answer_coverage: str = "any"
-    rollout_max_steps: int = 6
-    max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
-    head_per_op: int = 1  # >0: the capped head takes at most this many per op before the rest by priority
-    head_share: float = 0.5  # beyond the cap: this share of it in priority order, the rest a seeded sample
-    verifier_coverage: float = 1.0  # typed mode: the families outside covered_families(this) are enumerated blind
+    families: tuple[str, ...] | None = DEFAULTS.families
+    ops: tuple[str, ...] | None = DEFAULTS.ops
+    answer_coverage: str = DEFAULTS.answer_coverage
+    rollout_max_steps: int = DEFAULTS.rollout_max_steps
+    max_per_op: int = DEFAULTS.max_per_op
+    head_per_op: int = DEFAULTS.head_per_op
+    head_share: float = DEFAULTS.head_share
+    verifier_coverage: float = DEFAULTS.verifier_coverage
     uses_feedback: bool = False  # deterministic: a retry with feedback would return the same candidates
     model_free: ClassVar[bool] = True  # no model: built inside each search worker under placement auto
     async_engine: ClassVar[bool] = False

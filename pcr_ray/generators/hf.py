@@ -14,9 +14,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from pcr_ray.configs import HFGeneratorConfig
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
 from pcr_ray.generators.model_folder import resolve_model
+
+DEFAULTS = HFGeneratorConfig  # the defaults of every option: the schema of its kind states them
 
 
 @GENERATORS.register("hf")
@@ -27,9 +30,12 @@ class HFGenerator:
     model_free: ClassVar[bool] = False
     async_engine: ClassVar[bool] = False
 
-    def __init__(self, model: str, *, device: str = "cpu", dtype: str = "float32", temperature: float = 0.8,
-                 top_p: float = 0.95, max_tokens: int = 160, max_tokens_free: int = 384, seed: int = 0,
-                 prompt: str = "auto", num_threads: int | None = None, batch_sequences: int = 1) -> None:
+    def __init__(self, model: str, *, device: str = DEFAULTS.device, dtype: str = DEFAULTS.dtype,
+                 temperature: float = DEFAULTS.temperature, top_p: float = DEFAULTS.top_p,
+                 max_tokens: int = DEFAULTS.max_tokens, max_tokens_free: int = DEFAULTS.max_tokens_free,
+                 seed: int = DEFAULTS.seed, prompt: str = DEFAULTS.prompt,
+                 num_threads: int | None = DEFAULTS.num_threads,
+                 batch_sequences: int = DEFAULTS.batch_sequences) -> None:
         import torch  # heavy: torch
         from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: transformers
 

@@ -15,9 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pcr_ray.configs import LlamaCppGeneratorConfig
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, clean_output
 from pcr_ray.generators.model_folder import smollm2_gguf
+
+DEFAULTS = LlamaCppGeneratorConfig  # the defaults of every option: the schema of its kind states them
 
 # llama.cpp's OpenMP threads spin while they wait, which is ruinous on a shared CPU (measured here: 5-20x
 # slower under load). libgomp reads this when it loads, so it is set on import, before llama_cpp is imported.
@@ -32,10 +35,11 @@ class LlamaCppGenerator:
     model_free: ClassVar[bool] = False
     async_engine: ClassVar[bool] = False
 
-    def __init__(self, model_path: str | os.PathLike[str] | None = None, *, n_ctx: int = 4096,
-                 n_threads: int | None = None, temperature: float = 0.8, top_p: float = 0.95,
-                 max_tokens: int = 160, seed: int = 0, schema_level: str = "ops", constrained: bool = True,
-                 max_ops: int = 16, max_tokens_free: int = 384) -> None:
+    def __init__(self, model_path: str | os.PathLike[str] | None = DEFAULTS.model_path, *, n_ctx: int = DEFAULTS.n_ctx,
+                 n_threads: int | None = DEFAULTS.n_threads, temperature: float = DEFAULTS.temperature,
+                 top_p: float = DEFAULTS.top_p, max_tokens: int = DEFAULTS.max_tokens, seed: int = DEFAULTS.seed,
+                 schema_level: str = DEFAULTS.schema_level, constrained: bool = DEFAULTS.constrained,
+                 max_ops: int = DEFAULTS.max_ops, max_tokens_free: int = DEFAULTS.max_tokens_free) -> None:
         from llama_cpp import Llama  # extra `cpu-llm`
 
         self.model_path = Path(model_path) if model_path else smollm2_gguf()

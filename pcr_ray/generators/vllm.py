@@ -39,10 +39,13 @@ from typing import Any, ClassVar
 
 import psutil
 
+from pcr_ray.configs import VLLMGeneratorConfig
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import build_call, checkpoint_prompt, clean_output
 from pcr_ray.generators.model_folder import resolve_model
 from pcr_ray.generators.prompts import Message
+
+DEFAULTS = VLLMGeneratorConfig  # the defaults of every option: the schema of its kind states them
 
 ChatTemplate = Callable[[list[Message]], str]
 DEVICES = ("cuda", "cpu")
@@ -104,15 +107,20 @@ class VLLMGenerator:
     model_free: ClassVar[bool] = False
     async_engine: ClassVar[bool] = True  # served by VLLMEngineActor (pcr_ray.pipeline.actors)
 
-    def __init__(self, model: str = "Qwen/Qwen2.5-Math-7B-Instruct", *, device: str = "cuda",
-                 tensor_parallel_size: int = 1, max_model_len: int = 4096, gpu_memory_utilization: float = 0.85,
-                 dtype: str = "auto", enforce_eager: bool = False, enable_prefix_caching: bool = True,
-                 max_num_seqs: int | None = None, structured_outputs_backend: str = "xgrammar",
-                 disable_any_whitespace: bool = True, cpu_kvcache_gb: int | None = None,
-                 omp_threads: int | None = None, temperature: float = 0.7, top_p: float = 0.95,
-                 max_tokens: int = 256, max_tokens_free: int = 1024, seed: int = 0, schema_level: str = "ops",
-                 max_ops: int = 48, max_engine_restarts: int = 2, num_cpus: float | None = None,
-                 prompt: str = "auto") -> None:
+    def __init__(self, model: str = DEFAULTS.model, *, device: str = DEFAULTS.device,
+                 tensor_parallel_size: int = DEFAULTS.tensor_parallel_size, max_model_len: int = DEFAULTS.max_model_len,
+                 gpu_memory_utilization: float = DEFAULTS.gpu_memory_utilization, dtype: str = DEFAULTS.dtype,
+                 enforce_eager: bool = DEFAULTS.enforce_eager,
+                 enable_prefix_caching: bool = DEFAULTS.enable_prefix_caching,
+                 max_num_seqs: int | None = DEFAULTS.max_num_seqs,
+                 structured_outputs_backend: str = DEFAULTS.structured_outputs_backend,
+                 disable_any_whitespace: bool = DEFAULTS.disable_any_whitespace,
+                 cpu_kvcache_gb: int | None = DEFAULTS.cpu_kvcache_gb, omp_threads: int | None = DEFAULTS.omp_threads,
+                 temperature: float = DEFAULTS.temperature, top_p: float = DEFAULTS.top_p,
+                 max_tokens: int = DEFAULTS.max_tokens, max_tokens_free: int = DEFAULTS.max_tokens_free,
+                 seed: int = DEFAULTS.seed, schema_level: str = DEFAULTS.schema_level, max_ops: int = DEFAULTS.max_ops,
+                 max_engine_restarts: int = DEFAULTS.max_engine_restarts, num_cpus: float | None = DEFAULTS.num_cpus,
+                 prompt: str = DEFAULTS.prompt) -> None:
         if device not in DEVICES:
             raise ValueError(f"vllm generator: device must be one of {DEVICES}, got {device!r}")
         self.model = model
