@@ -57,7 +57,6 @@ def write_parquet(items: list[Any], path: Path) -> Path:
     import pyarrow as pa  # heavy: pyarrow
     import pyarrow.parquet as pq  # heavy: pyarrow
 
-
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [it.to_record() for it in items]
     pq.write_table(pa.Table.from_pylist(rows).select(list(BENCH_COLUMNS)), path)
@@ -131,7 +130,6 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
     if args.results and results_dir is None:
         ap.error("--results writes a checkout's benchmarks/results/: run benchmarks/bench_first_error.py")
-
 
     t_all = time.perf_counter()
     out_dir = Path(args.out) if args.out else cache_dir() / "first_error"

@@ -39,7 +39,6 @@ class HFGenerator:
         import torch  # heavy: torch
         from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: transformers
 
-
         if num_threads:
             torch.set_num_threads(int(num_threads))
         self.model_name = model

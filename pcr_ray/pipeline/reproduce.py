@@ -336,7 +336,6 @@ def _result_rows(path: Path, traces: bool = False) -> dict[tuple[str, str], dict
         return None
     import pyarrow.parquet as pq  # heavy: pyarrow
 
-
     cols = ["problem_id", "method", "correct", "error_type"]
     rows = pq.read_table(path, columns=cols + (["trace_json", "gold_trace_json"] if traces else [])).to_pylist()
     for r in rows:

@@ -97,7 +97,6 @@ def _machine_file(key: Hashable) -> Path:
     """Where a choice is kept for this machine: the cache, by a digest of the key, the CPU and torch's version."""
     import torch  # heavy: torch
 
-
     cpu = platform.processor()
     with contextlib.suppress(OSError):
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), cpu)

@@ -46,7 +46,6 @@ def build_trainer(cfg: dict[str, Any]) -> tuple[Any, list[SFTExample], SFTRecipe
     from ray.train import RunConfig, ScalingConfig  # heavy: ray
     from ray.train.torch import TorchTrainer  # heavy: ray
 
-
     rcfg, scaling = cfg["sft_recipe"], cfg["scaling"]
     name = str(rcfg["name"])
     recipe = SFTRecipe.from_config(rcfg)
