@@ -88,7 +88,6 @@ class Options:
     steps: list[str] = field(default_factory=list)
     dry_run: bool = False
     report_only: bool = False
-    argv: list[str] = field(default_factory=list)  # the command line's overrides, for the report
 
 
 def _sources(items: Sequence[str]) -> str:
@@ -430,8 +429,9 @@ def provenance() -> dict[str, Any]:
     return {"machine": machine_info(), "git_revision": git_revision()}
 
 
-def report(out: Path, steps: Sequence[RecipeStep], args: Options) -> dict[str, Any]:
-    """Read the steps' outputs and write reproduction.json and reproduction.md into `out`."""
+def report(out: Path, steps: Sequence[RecipeStep], args: Options, argv: Sequence[str] = ()) -> dict[str, Any]:
+    """Read the steps' outputs and write reproduction.json and reproduction.md into `out`; `argv`: the command's
+    overrides, for its line in the report."""
     table = _load(out / "table" / "metrics.json")
     claims = [
         {"claim": "Table 1: Acc@1 of direct, ToRA-style Python, PRM-only, NS-PRM", "rows": table_claims(table,
@@ -448,7 +448,7 @@ def report(out: Path, steps: Sequence[RecipeStep], args: Options) -> dict[str, A
     commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists()}
                 for s in steps}
     result = {"scale": args.scale, "run_dir": str(out), "written": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "command": shlex.join(["pcr-ray", "reproduce", *args.argv]),
+              "command": shlex.join(["pcr-ray", "reproduce", *argv]),
               **provenance(), "steps": commands,
               "claims": claims}
     (out / "reproduction.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -524,22 +524,21 @@ def _overrides() -> list[str]:
 
 def run(cfg: DictConfig) -> int:
     """`pcr-ray reproduce`: run the steps (or print them), then write the report."""
-    opts = options(cfg)
-    opts.argv = [o for o in _overrides() if not o.startswith("report_only=")]
-    out = Path(opts.out).expanduser().resolve()
-    steps = recipe(opts)
-    wanted = list(opts.steps)
+    args = options(cfg)
+    out = Path(args.out).expanduser().resolve()
+    steps = recipe(args)
+    wanted = list(args.steps)
     unknown = sorted(set(wanted) - {s.name for s in steps})
     if unknown:
         raise ConfigError(f"unknown step(s) {unknown}; the steps are {[s.name for s in steps]}")
     rc = 0
-    if not opts.report_only:
-        rc = run_recipe([s for s in steps if not wanted or s.name in wanted], dry_run=opts.dry_run,
+    if not args.report_only:
+        rc = run_recipe([s for s in steps if not wanted or s.name in wanted], dry_run=args.dry_run,
                         label="reproduce")
-    if opts.dry_run:
+    if args.dry_run:
         return rc
     out.mkdir(parents=True, exist_ok=True)
-    report(out, steps, opts)
+    report(out, steps, args, [o for o in _overrides() if not o.startswith("report_only=")])
     print(f"reproduce: {out / 'reproduction.md'}")
     return rc
 
