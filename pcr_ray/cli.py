@@ -10,8 +10,8 @@ from importlib.metadata import version
 from pcr_ray import logs
 from pcr_ray.commands import completion
 
-# name -> (module:function, one-line help). The Hydra apps (pcr_ray.commands.hydra_app) take `key=value` overrides
-# after their arguments; the others are argparse programs.
+# name -> (module:function, one-line help). Every command that runs a job is a Hydra app (pcr_ray.commands.hydra_app)
+# taking `key=value` overrides after its arguments; verify, schema and primitives are argparse file tools.
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pcr_ray.commands.core:verify_main", "verify a trace JSON file and print the verdict"),
     "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
@@ -23,15 +23,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("pcr_ray.sft.command:main", "fine-tune a generator on gold traces with Ray Train (Hydra app)"),
     "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
     "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
-                        "the listwise PRM recipe end to end: pairs, rounds of mined lists, search benchmark"),
-    "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
+                        "the listwise PRM recipe end to end: pairs, mined rounds, benchmark (Hydra app)"),
+    "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup) (Hydra app)"),
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method (Hydra app)"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
     "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits (Hydra app)"),
-    "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
+    "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder (Hydra app)"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
     "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method (Hydra app)"),
-    "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured here, beside its number"),
+    "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured beside its number (Hydra app)"),
 }
 
 

@@ -780,6 +780,68 @@ SCHEMAS: dict[str, type] = {
 }
 
 
+# ---------------------------------------------------------------- the recipe and file commands' schemas
+
+
+@dataclass
+class ReproduceConfig:
+    """`pcr-ray reproduce`: every claim of the paper measured, beside its number (docs/reproduction.md)."""
+
+    scale: str = "cpu"  # cpu: this machine; paper: a GPU cluster
+    out: Optional[str] = None  # the run folder; null: <runs>/reproduce/<scale>
+    problems: int = 0  # > 0: cap every measurement's problem count (a quick look)
+    methods: list[str] = _list()  # the Table 1 run's methods; []: the experiment's
+    checkpoint_csp: Optional[str] = None  # the CSP PRM; null: the cached quick one (paper: <cache>/prm/deberta_csp)
+    checkpoint_random: Optional[str] = None  # the random-negatives PRM; null: as checkpoint_csp
+    steps: list[str] = _list()  # the steps to run (names as dry_run prints them); []: every step
+    dry_run: bool = False  # print the steps (and which are done), run nothing
+    report_only: bool = False  # write the report from what is done, run nothing
+
+
+@dataclass
+class ListwiseRoundsConfig:
+    """`pcr-ray listwise-rounds`: the listwise PRM recipe end to end (docs/prm.md, Listwise rounds)."""
+
+    out: str = MISSING  # the folder for the pairs, the checkpoints and Ray Train's storage
+    prm: PRMConfig = _factory(PRMConfig)  # the PRM the recipe trains: a preset of the prm group (conf/prm/)
+    gpus: int = 0  # GPUs: Ray Train workers and mining actors; 0: the CPU recipe
+    rounds: int = 2  # rounds of mined lists after the first run
+    first_limit: int = 30000  # train pairs (whole lists) of the first run; 0: all
+    lists_per_round: int = 450  # training problems mined per round
+    val_lists: int = 40  # validation problems mined per round
+    limit_val: int = 600  # validation pairs scored after each epoch
+    search_per_kind: int = 8  # make-pairs' negatives per prefix (the list length)
+    pairs_physics: Optional[int] = None  # make-pairs' physics problems; null: make-pairs' own sources
+    pairs_gsm8k: int = 0  # with pairs_physics: GSM8K train problems too
+    cap: int = 48  # the typed enumerator's cap, mining and searching alike
+    attention: Optional[str] = None  # pair | shared_context; null: the PRM config's
+    precision: str = "bf16"  # training autocast: fp32 | bf16
+    eval_problems: int = 100  # physics problems of seed 13 in the final search benchmark; 0: skip it
+    name: Optional[str] = None  # the benchmark's result name; null: seed13_lw<rounds + 1>
+    dry_run: bool = False  # print the commands (and which are done), run nothing
+
+
+@dataclass
+class SummarizeConfig:
+    """`pcr-ray summarize`: merge the metrics of every run of a Hydra sweep into one table and plot."""
+
+    dir: str = MISSING  # the folder a `pcr-ray evaluate -m ...` sweep wrote
+    x: Optional[str] = None  # the swept key of the plot's x axis; null: the beam width if swept
+
+
+@dataclass
+class AveragePRMConfig:
+    """`pcr-ray average-prm`: average PRM checkpoints' weights into one (a uniform model soup)."""
+
+    checkpoints: list[str] = MISSING  # two or more checkpoint folders of one architecture
+    output: str = MISSING  # the folder to write the averaged checkpoint to
+    weights: Optional[list[float]] = None  # one non-negative weight per checkpoint; null: equal
+
+
+SCHEMAS.update({"reproduce": ReproduceConfig, "listwise_rounds": ListwiseRoundsConfig, "summarize": SummarizeConfig,
+                "average_prm": AveragePRMConfig})
+
+
 def register_schemas() -> None:
     """The schemas in Hydra's ConfigStore: `<entry point>_schema` (conf/<entry point>.yaml's first default) and,
     in the generator group, `<kind>_schema` (a generator preset's first default)."""

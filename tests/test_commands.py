@@ -8,7 +8,7 @@ import pytest
 from pcr_ray import cli
 from pcr_ray.commands.hydra_app import HydraCommand, run_hydra
 
-ARGPARSE = {"verify", "schema", "primitives", "listwise-rounds", "average-prm", "summarize", "reproduce"}
+ARGPARSE = {"verify", "schema", "primitives"}  # file tools (a trace file, `-` for stdin), not jobs
 # the arguments a command takes before its overrides
 LEADING = {"data": ["build"], "solve": ["A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"]}
 

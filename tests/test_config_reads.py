@@ -48,6 +48,9 @@ BY_FILE: dict[tuple[str, str], Any] = {
     ("pipeline/ray_runtime.py", "rcfg"): C.EvaluateRayConfig, ("pipeline/actors.py", "gen_cfg"): GENERATOR,
     ("solve.py", "ex_cfg"): C.GivensConfig, ("solve.py", "method"): C.MethodConfig,
     ("generators/givens_llm.py", "cfg"): C.GivensConfig,
+    ("pipeline/reproduce.py", "args"): C.ReproduceConfig, ("pipeline/summarize.py", "cfg"): C.SummarizeConfig,
+    ("pipeline/listwise_rounds.py", "args"): C.ListwiseRoundsConfig,
+    ("pipeline/listwise_rounds.py", "cfg"): C.ListwiseRoundsConfig, ("prm/average.py", "cfg"): C.AveragePRMConfig,
 }
 METHODS = {"get", "items", "keys", "values", "pop", "setdefault", "copy", "update"}
 

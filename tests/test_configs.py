@@ -25,10 +25,17 @@ from pcr_ray.configs import (
 )
 from pcr_ray.paths import conf_dir
 
+# the values an entry point requires (MISSING in its schema): a composition without them is refused, naming them
+REQUIRED = {"listwise_rounds": ["out=/tmp/lw"], "summarize": ["dir=/tmp/sweep"],
+            "average_prm": ["checkpoints=[/tmp/a,/tmp/b]", "output=/tmp/soup"]}
+
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_every_entry_point_composes_and_fits_its_schema(name: str) -> None:
-    cfg = compose(name)
+    if name in REQUIRED:
+        with pytest.raises(ConfigError, match="no value for"):
+            compose(name)
+    cfg = compose(name, REQUIRED.get(name, []))
     top = {f.name for f in dataclasses.fields(SCHEMAS[name])}
     assert set(cfg.keys()) == top  # no key of the YAML without a field, no field without a YAML value
 
@@ -139,7 +146,7 @@ def _restated_plain(raw: dict, defaults: dict, path: str = "") -> list[str]:
 def test_every_composition_keeps_its_values_typed() -> None:
     """Every entry point, every experiment and every group preset composes and checks; each generator is typed by
     its kind's schema (every key of that kind present)."""
-    names = [(n, []) for n in SCHEMAS]
+    names = [(n, REQUIRED.get(n, [])) for n in SCHEMAS]
     names += [("evaluate", [f"experiment={p.stem}"]) for p in sorted((conf_dir() / "experiment").glob("*.yaml"))]
     names += [("solve", [f"generator={p.stem}"]) for p in sorted((conf_dir() / "generator").glob("*.yaml"))]
     names += [("solve", [f"method={p.stem}"]) for p in sorted((conf_dir() / "method").glob("*.yaml"))]

@@ -11,11 +11,18 @@ import sys
 import pytest
 
 from pcr_ray.commands.hydra_app import compose_config
+from pcr_ray.configs import compose
 from pcr_ray.pipeline.eval_prm import scorer_placement
-from pcr_ray.pipeline.listwise_rounds import main, parser, recipe
+from pcr_ray.pipeline.listwise_rounds import DEFAULT_PRM, main, recipe
 from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs"}
+
+
+def _recipe(*overrides: str) -> list[RecipeStep]:
+    """The recipe's steps for these overrides of conf/listwise_rounds.yaml (its `prm=` preset passed on)."""
+    prm = next((o.split("=", 1)[1] for o in overrides if o.startswith("prm=")), DEFAULT_PRM)
+    return recipe(compose("listwise_rounds", list(overrides)), prm)
 
 
 def _composed(steps: list[RecipeStep]) -> list[tuple[str, dict]]:
@@ -30,10 +37,9 @@ def _composed(steps: list[RecipeStep]) -> list[tuple[str, dict]]:
     return out
 
 
-@pytest.mark.parametrize("extra", [[], ["--gpus", "2", "--prm", "deberta_v3_base"], ["--attention", "pair"]])
+@pytest.mark.parametrize("extra", [[], ["gpus=2", "prm=deberta_v3_base"], ["attention=pair"]])
 def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, extra) -> None:
-    args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "2", *extra])
-    steps = recipe(args)
+    steps = _recipe(f"out={tmp_path / 'lw'}", "rounds=2", *extra)
     composed = _composed(steps)
     assert [c for c, _ in composed] == ["make-pairs", "train-prm", "mine-pairs", "train-prm", "mine-pairs", "train-prm"]
     lw = tmp_path.resolve() / "lw"
@@ -42,8 +48,8 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
     first = composed[1][1]
     assert first["pairs_dir"] == pairs["out_dir"] and first["train"]["loss"] == "listwise"
     assert first["output"] == str(lw / "lw1") and first["train"]["init_from"] == ""
-    gpus = "--gpus" in extra
-    shared = not gpus and "pair" not in extra  # MiniLM's default attention; DeBERTa's is pair
+    gpus = "gpus=2" in extra
+    shared = not gpus and "attention=pair" not in extra  # MiniLM's default attention; DeBERTa's is pair
     assert first["prm"]["attention"] == ("shared_context" if shared else "pair")
     for r in (1, 2):
         mine, train = composed[2 * r][1], composed[2 * r + 1][1]
@@ -74,8 +80,7 @@ def test_recipe_commands_compose_and_chain_each_round_into_the_next(tmp_path, ex
 def test_the_benchmark_step_writes_the_file_that_marks_it_done(tmp_path) -> None:
     """The last step's command, run for real on 2 problems (the gold-path oracle scores, so no PRM is needed),
     writes its done_when file: a finished recipe is skipped on a rerun."""
-    args = parser().parse_args(["--out", str(tmp_path / "lw"), "--rounds", "0", "--eval-problems", "2"])
-    step = recipe(args)[-1]
+    step = _recipe(f"out={tmp_path / 'lw'}", "rounds=0", "eval_problems=2")[-1]
     argv = list(step.argv)
     argv[argv.index("--checkpoint"):argv.index("--checkpoint") + 2] = ["--oracle"]
     env = {**os.environ, "PCR_RAY_CACHE": str(tmp_path / "cache")}  # the cache copy lands in tmp too
@@ -88,8 +93,7 @@ def test_the_benchmark_step_writes_the_file_that_marks_it_done(tmp_path) -> None
 
 
 def test_finished_steps_are_skipped_on_a_rerun(tmp_path, capsys) -> None:
-    args = parser().parse_args(["--out", str(tmp_path), "--rounds", "1", "--eval-problems", "0"])
-    steps = recipe(args)
+    steps = _recipe(f"out={tmp_path}", "rounds=1", "eval_problems=0")
     (tmp_path / "pairs_lw").mkdir()
     (tmp_path / "pairs_lw" / "summary.json").write_text("{}")
     (tmp_path / "lw1").mkdir()
@@ -114,8 +118,12 @@ def test_a_failed_step_stops_the_recipe_with_its_status(tmp_path, capsys) -> Non
     assert "wrote no" in capsys.readouterr().err
 
 
-def test_bad_arguments_are_refused(tmp_path, capsys) -> None:
-    assert main(["--out", str(tmp_path), "--rounds", "-1"]) == 2
-    assert "--rounds must be >= 0" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([])  # --out is required
+def test_bad_values_are_refused(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "cache"))  # Hydra's run log goes there
+    assert main([f"out={tmp_path}", "rounds=-1"]) == 2
+    assert "rounds must be >= 0" in capsys.readouterr().err
+    assert main([f"out={tmp_path}", "attention=both"]) == 2
+    assert "attention must be one of ['pair', 'shared_context']" in capsys.readouterr().err
+    assert main([]) == 2  # out is required
+    assert "no value for out" in capsys.readouterr().err
+    assert not list(tmp_path.glob("pairs_*")), "a refused run writes nothing"

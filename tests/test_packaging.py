@@ -81,11 +81,11 @@ def test_installed_package_runs_from_another_directory(installed: tuple[Path, Pa
 ])
 def test_installed_recipes_plan_their_steps_outside_the_checkout(
         installed: tuple[Path, Path, dict[str, str]], command: str, steps: list[str]) -> None:
-    """The installed `pcr-ray reproduce --dry-run` and `pcr-ray listwise-rounds --dry-run` print every step's
+    """The installed `pcr-ray reproduce dry_run=true` and `pcr-ray listwise-rounds dry_run=true` print every step's
     command, each a pcr_ray module of the installed package (nothing from the checkout's benchmarks/)."""
     site, work, env = installed
     out_dir = work / command
-    run = subprocess.run([str(site / "bin" / "pcr-ray"), command, "--dry-run", "--out", str(out_dir)], cwd=work,
+    run = subprocess.run([str(site / "bin" / "pcr-ray"), command, "dry_run=true", f"out={out_dir}"], cwd=work,
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     planned = [ln.split("] ", 1)[1].rstrip(":") for ln in run.stdout.splitlines() if ln.startswith(f"[{command} ")]

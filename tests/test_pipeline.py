@@ -169,7 +169,7 @@ def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke
     assert max(default_steps) > 1  # without the override (max_steps 4) some traces are longer
     swept = [r for run in runs for r in read_rows(run)]
     assert {r["source"] for r in swept} == {"physics"} and max(r["n_steps"] for r in swept) == 1
-    assert summarize_main([str(sweep)]) == 0
+    assert summarize_main([f"dir={sweep}"]) == 0
     out = capsys.readouterr().out
     assert "search.beam_width" in out
     import csv

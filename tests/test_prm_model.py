@@ -163,9 +163,9 @@ def test_average_checkpoints_is_the_parameter_mean(minilm_checkpoint, tmp_path):
         average_checkpoints([minilm_checkpoint, c_path], tmp_path / "bad")
     with pytest.raises(ValueError, match="at least two"):
         average_checkpoints([minilm_checkpoint], tmp_path / "bad")
-    assert cli_main(["average-prm", str(minilm_checkpoint), str(c_path), "-o", str(tmp_path / "bad")]) == 2
+    assert cli_main(["average-prm", f"checkpoints=[{minilm_checkpoint},{c_path}]", f"output={tmp_path / 'bad'}"]) == 1
     assert not (tmp_path / "bad").exists()
-    assert cli_main(["average-prm", str(minilm_checkpoint), str(b_path), "-o", str(tmp_path / "cli")]) == 0
+    assert cli_main(["average-prm", f"checkpoints=[{minilm_checkpoint},{b_path}]", f"output={tmp_path / 'cli'}"]) == 0
     assert PRMScorer.from_checkpoint(tmp_path / "cli").logits(PAIRS[:3]) == PRMScorer.from_checkpoint(out).logits(
         PAIRS[:3])
 

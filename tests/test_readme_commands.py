@@ -21,7 +21,8 @@ READMES = [ROOT / "README.md", ROOT / "cluster" / "README.md"]
 RESULTS = ROOT / "benchmarks" / "results"
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs", "eval-prm": "eval_prm",
            "evaluate": "evaluate", "serve": "serve", "data": "data", "solve": "solve", "sft": "sft",
-           "demo": "evaluate"}
+           "demo": "evaluate", "reproduce": "reproduce", "listwise-rounds": "listwise_rounds",
+           "summarize": "summarize", "average-prm": "average_prm"}
 MODULE_APPS = {"pcr_ray.evaluate": "evaluate"}  # `python -m pcr_ray.evaluate ...` (as in `ray job submit ... --`)
 PATH_ROOTS = ("pcr_ray/", "benchmarks/", "tests/", "cluster/", "docs/")
 

@@ -1,4 +1,4 @@
-"""`pcr-ray reproduce`: the steps of both scales compose, --dry-run prints them, and a tiny real run reports."""
+"""`pcr-ray reproduce`: the steps of both scales compose, dry_run=true prints them, and a tiny real run reports."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from pcr_ray.configs import compose
 from pcr_ray.pipeline import reproduce
 from tests.pipeline_util import tiny_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _steps(*argv: str):
-    args = reproduce.parser().parse_args(list(argv))
-    args.argv, args.methods = list(argv), [m for m in args.methods.split(",") if m]
-    if args.scale == "paper":
-        args.checkpoint_csp, args.checkpoint_random = "/ck/deberta_csp", "/ck/deberta_random"
-    return reproduce.recipe(args)
+def _steps(*overrides: str):
+    cfg = compose("reproduce", list(overrides))
+    if cfg.scale == "paper":
+        cfg.checkpoint_csp, cfg.checkpoint_random = "/ck/deberta_csp", "/ck/deberta_random"
+    return reproduce.recipe(reproduce.options(cfg))
 
 
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
@@ -29,7 +29,7 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
     from pcr_ray.evaluate import compose_config
     from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods
 
-    steps = _steps("--scale", scale, "--out", str(tmp_path))
+    steps = _steps(f"scale={scale}", f"out={tmp_path}")
     names = [s.name for s in steps]
     assert {"table", "csp_ablation_csp", "csp_ablation_random", "coverage_0.5", "coverage_1.0", "conditions",
             "pairs", "eval_prm_csp", "eval_prm_random", "first_error", "givens"} <= set(names)
@@ -55,10 +55,10 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
 
 
 def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", "--dry-run", "--out", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", "dry_run=true", f"out={tmp_path}"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    for s in _steps("--out", str(tmp_path)):
+    for s in _steps(f"out={tmp_path}"):
         assert s.shell() in out.stdout
     assert not list(tmp_path.iterdir()), "a dry run writes nothing"
 
@@ -66,7 +66,7 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
 def test_help():
     out = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", "--help"], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "--scale" in out.stdout and "--dry-run" in out.stdout
+    assert out.returncode == 0 and "scale: cpu" in out.stdout and "dry_run: false" in out.stdout
 
 
 @pytest.mark.slow
@@ -74,8 +74,8 @@ def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path
     # three of the steps, for time: the ablation steps are plain evaluate runs, which test_experiments runs
     cks = {k: tiny_checkpoint(tmp_path / f"prm_{k}", k) for k in ("csp", "random")}
     ran = ("table", "first_error", "givens")
-    argv = ["reproduce", "--out", str(tmp_path / "run"), "--problems", "2", "--methods", "nsprm,prm_only,verifier_only",
-            "--checkpoint-csp", str(cks["csp"]), "--checkpoint-random", str(cks["random"]), "--steps", ",".join(ran)]
+    argv = ["reproduce", f"out={tmp_path / 'run'}", "problems=2", "methods=[nsprm,prm_only,verifier_only]",
+            f"checkpoint_csp={cks['csp']}", f"checkpoint_random={cks['random']}", f"steps=[{','.join(ran)}]"]
     first = subprocess.run([sys.executable, "-m", "pcr_ray.cli", *argv], cwd=REPO, capture_output=True, text=True,
                            timeout=1500)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -100,6 +100,6 @@ def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path
     again = subprocess.run([sys.executable, "-m", "pcr_ray.cli", *argv], cwd=REPO, capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 0 and again.stdout.count("skipped") == len(ran)
-    bad = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", "--out", str(run), "--steps", "tabel"],
+    bad = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", f"out={run}", "steps=[tabel]"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown step(s) ['tabel']" in bad.stderr

@@ -313,7 +313,7 @@ def test_model_size_sweep_merged_by_summarize(engine, tmp_path) -> None:
 
     models = {yaml.safe_load((r / "config.yaml").read_text())["generator"]["model"] for r in runs}
     assert models == {"tiny:smollm2", "tiny:smollm2-half"}
-    assert summarize_main([str(sweep)]) == 0
+    assert summarize_main([f"dir={sweep}"]) == 0
     with open(sweep / "summary.csv") as fh:
         table = list(csv.DictReader(fh))
     assert sorted((r["generator"], r["method"]) for r in table) == [

@@ -1,7 +1,7 @@
 """`python -m pcr_ray.pipeline.gpu_step MODULE [ARGS ...]`: run `python -m MODULE ARGS` on a GPU node of the cluster.
 
 A recipe's driver runs on the head, which has no GPU on the shipped clusters; a step that needs one (the
-listwise recipe's search benchmark, pcr_ray.bench.search_methods, with `--gpus N`) runs here instead: a Ray task
+listwise recipe's search benchmark, pcr_ray.bench.search_methods, with `gpus=N`) runs here instead: a Ray task
 that reserves one GPU runs `python -m MODULE ARGS` on that node with the pcr_ray it imports, and its output and
 exit status come back to the driver. Its paths (checkpoints, --out) must be on storage both nodes see.
 """

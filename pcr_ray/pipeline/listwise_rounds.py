@@ -11,18 +11,21 @@ epoch on them from it), then the search benchmark on 100 physics problems of see
 Each step is one `pcr-ray` command in its own process (so each joins, or starts, its own Ray); a step whose
 output is complete (a checkpoint's prm.json, a pairs summary) is skipped, so a rerun resumes where it stopped
 (other settings want another OUT: what is there is not checked against them).
-`--gpus N` is the GPU cluster's shape: Ray Train on N GPU workers, mining on N GPU actors in bfloat16 (the
-paper's backbone: `--prm deberta_v3_base`); without it, the CPU recipe (int8 mining in process).
+`gpus=N` is the GPU cluster's shape: Ray Train on N GPU workers, mining on N GPU actors in bfloat16 (the
+paper's backbone: `prm=deberta_v3_base`); without it, the CPU recipe (int8 mining in process).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pcr_ray.configs import compose
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from pcr_ray.commands.hydra_app import hydra_command
+from pcr_ray.configs import ConfigError
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
@@ -38,25 +41,25 @@ MINED_LISTS = _hydra_list(MINED_KINDS)  # mine-pairs' kinds: the mined lists alo
 FIRST_MINING_SEED = 7919  # make-pairs' physics seed; later rounds take 7921, 7923, ... (new problems each round)
 
 
-def _attention(args: argparse.Namespace) -> str:
-    """--attention, else the attention of the PRM config the recipe trains (MiniLM: shared_context; DeBERTa: pair)."""
-    if args.attention:
-        return str(args.attention)
-
-    return str(compose("train_prm", [f"prm={args.prm}"] if args.prm else []).prm.attention)
+DEFAULT_PRM = "minilm_csp"  # conf/listwise_rounds.yaml's prm (train-prm's)
 
 
-def _prm_overrides(args: argparse.Namespace) -> list[str]:
-    return ([f"prm={args.prm}"] if args.prm else []) + [f"prm.attention={_attention(args)}"]
+def _attention(args: DictConfig) -> str:
+    """`attention`, else the attention of the PRM config the recipe trains (MiniLM: shared_context; DeBERTa: pair)."""
+    return str(args.attention or args.prm.attention)
 
 
-def _train_scaling(args: argparse.Namespace) -> list[str]:
+def _prm_overrides(args: DictConfig, prm: str) -> list[str]:
+    return [f"prm={prm}", f"prm.attention={_attention(args)}"]
+
+
+def _train_scaling(args: DictConfig) -> list[str]:
     if args.gpus > 0:
         return ["scaling.use_gpu=true", f"scaling.num_workers={args.gpus}", "scaling.cpus_per_worker=4"]
     return []
 
 
-def _mining_placement(args: argparse.Namespace) -> list[str]:
+def _mining_placement(args: DictConfig) -> list[str]:
     if args.gpus > 0:  # Ray Data over GPU actors, batched bf16 scoring
         return ["prm.device=cuda", "prm.runtime=torch", "prm.int8=false", "prm.bf16=true", "use_ray=true",
                 f"actors={args.gpus}"]
@@ -65,8 +68,9 @@ def _mining_placement(args: argparse.Namespace) -> list[str]:
     return ["prm.device=cpu", "prm.runtime=onnx", "prm.int8=true", "use_ray=false"]  # a pair PRM on CPU
 
 
-def recipe(args: argparse.Namespace) -> list[RecipeStep]:
-    """The recipe's steps for these arguments (nothing is run)."""
+def recipe(args: DictConfig, prm: str = DEFAULT_PRM) -> list[RecipeStep]:
+    """The recipe's steps for this config (conf/listwise_rounds.yaml) whose `prm` is the preset named `prm`
+    (nothing is run)."""
     out = Path(args.out).expanduser().resolve()
     pcr = (sys.executable, "-m", "pcr_ray.cli")
     pairs = out / "pairs_lw"
@@ -79,7 +83,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
         make_pairs.append(f"sources=[{', '.join(sources)}]")
     steps = [RecipeStep("make-pairs", (*pcr, *make_pairs), pairs / "summary.json")]
     first = out / "lw1"
-    steps.append(RecipeStep("train lw1", (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={pairs}",
+    steps.append(RecipeStep("train lw1", (*pcr, "train-prm", *_prm_overrides(args, prm), f"pairs_dir={pairs}",
                                           f"limit_train={args.first_limit}", f"limit_val={args.limit_val}",
                                           "train.loss=listwise", "train.epochs=1", "train.batch_size=32",
                                           f"train.precision={args.precision}", f"output={first}",
@@ -92,7 +96,7 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
         n = 3000 if r == 1 else max(600, 2 * args.lists_per_round)  # round 1: make-pairs' own problems
         steps.append(RecipeStep(
             f"mine round {r}",
-            (*pcr, "mine-pairs", *_prm_overrides(args), f"prm.checkpoint={prev}", f"pairs_dir={mined}",
+            (*pcr, "mine-pairs", *_prm_overrides(args, prm), f"prm.checkpoint={prev}", f"pairs_dir={mined}",
              "positions=all", "per_problem=6", f"cap={args.cap}",
              f"sources=[{{name: physics, kwargs: {{n: {n}, seed: {seed}}}}}]", "splits=[train,validation]",
              f"limit_per_split={{train: {args.lists_per_round}, validation: {args.val_lists}}}",
@@ -100,9 +104,10 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
             mined / "mined_all_summary.json", mkdirs=(mined / "train", mined / "validation")))
         steps.append(RecipeStep(
             f"train lw{r + 1}",
-            (*pcr, "train-prm", *_prm_overrides(args), f"pairs_dir={mined}", f"kinds={MINED_LISTS}", "limit_train=0",
-             f"limit_val={args.limit_val}", "train.loss=listwise", "train.epochs=1", "train.batch_size=32",
-             "train.lr=3e-5", f"train.precision={args.precision}", f"train.init_from={prev}", f"output={new}",
+            (*pcr, "train-prm", *_prm_overrides(args, prm), f"pairs_dir={mined}", f"kinds={MINED_LISTS}",
+             "limit_train=0", f"limit_val={args.limit_val}", "train.loss=listwise", "train.epochs=1",
+             "train.batch_size=32", "train.lr=3e-5", f"train.precision={args.precision}", f"train.init_from={prev}",
+             f"output={new}",
              f"storage_path={out / 'ray_train'}", f"run_name=prm-lw{r + 1}", *_train_scaling(args)),
             new / "prm.json"))
     if args.eval_problems > 0:
@@ -119,53 +124,36 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
     return steps
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="pcr-ray listwise-rounds", description=__doc__.split("\n\n")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="e.g.  pcr-ray listwise-rounds --out /mnt/shared/pcr_ray/deberta --prm deberta_v3_base --gpus 4\n"
-               "      pcr-ray listwise-rounds --out runs/lw                    # on CPU (71 minutes on 2 cores)\n"
-               "      pcr-ray listwise-rounds --out /tmp/lw --dry-run          # print the commands")
-    ap.add_argument("--out", required=True, help="folder for the pairs, the checkpoints and Ray Train's storage")
-    ap.add_argument("--prm", default=None, help="the prm config group (conf/prm/), e.g. deberta_v3_base "
-                    "(default: train-prm's, minilm_csp)")
-    ap.add_argument("--gpus", type=int, default=0, help="GPUs: Ray Train workers and mining actors (0: CPU)")
-    ap.add_argument("--rounds", type=int, default=2, help="rounds of mined lists after the first run (the "
-                    "recipe's lw3 is 2)")
-    ap.add_argument("--first-limit", type=int, default=30000, help="train pairs (whole lists) of the first run; 0: all")
-    ap.add_argument("--lists-per-round", type=int, default=450, help="training problems mined per round")
-    ap.add_argument("--val-lists", type=int, default=40, help="validation problems mined per round")
-    ap.add_argument("--limit-val", type=int, default=600, help="validation pairs scored after each epoch")
-    ap.add_argument("--search-per-kind", type=int, default=8, help="make-pairs' negatives per prefix (list length)")
-    ap.add_argument("--pairs-physics", type=int, default=None,
-                    help="make-pairs' physics problems (default: make-pairs' own sources, 3,000 + 3,000 GSM8K)")
-    ap.add_argument("--pairs-gsm8k", type=int, default=0, help="with --pairs-physics: GSM8K train problems too")
-    ap.add_argument("--cap", type=int, default=48, help="the typed enumerator's cap, mining and searching alike "
-                    "(the oracle's ceiling on seed 13: 88-90%% at 48, 94-96%% at 96)")
-    ap.add_argument("--attention", default=None, choices=["pair", "shared_context"],
-                    help="the PRM's attention (prm.attention; default: the PRM config's, shared_context for MiniLM): "
-                         "shared_context packs a list's candidates with their context (docs/prm.md, Shared-context "
-                         "scoring); pair is the standard cross-encoder")
-    ap.add_argument("--precision", default="bf16", choices=["fp32", "bf16"], help="training autocast")
-    ap.add_argument("--eval-problems", type=int, default=100,
-                    help="physics problems of seed 13 in the final search benchmark (0: skip it)")
-    ap.add_argument("--name", default=None, help="the benchmark's result name: OUT/NAME.json and "
-                    "<cache>/bench/NAME.json (default: seed13_lw<rounds + 1>)")
-    ap.add_argument("--dry-run", action="store_true", help="print the commands (and which are done), run nothing")
-    return ap
+USAGE = """usage: pcr-ray listwise-rounds out=DIR [key=value ...]
+
+""" + __doc__.split("\n\n")[1] + """
+
+e.g.  pcr-ray listwise-rounds out=/mnt/shared/pcr_ray/deberta prm=deberta_v3_base gpus=4
+      pcr-ray listwise-rounds out=runs/lw                      # on CPU (71 minutes on 2 cores)
+      pcr-ray listwise-rounds out=/tmp/lw dry_run=true         # print the commands"""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+def check_options(cfg: DictConfig) -> None:
+    """ConfigError for a value the recipe cannot run with."""
     for key in ("rounds", "gpus", "eval_problems", "first_limit"):
-        if getattr(args, key) < 0:
-            print(f"pcr-ray listwise-rounds: --{key.replace('_', '-')} must be >= 0", file=sys.stderr)
-            return 2
+        if cfg[key] < 0:
+            raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
     for key in ("lists_per_round", "search_per_kind"):
-        if getattr(args, key) < 1:
-            print(f"pcr-ray listwise-rounds: --{key.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
-    return run_recipe(recipe(args), dry_run=args.dry_run, label="listwise-rounds")
+        if cfg[key] < 1:
+            raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
+    for key, allowed in (("attention", (None, "pair", "shared_context")), ("precision", ("fp32", "bf16"))):
+        if cfg[key] not in allowed:
+            raise ConfigError(f"{key} must be one of {[a for a in allowed if a]}, got {cfg[key]!r}")
+
+
+def run(cfg: DictConfig) -> int:
+    """`pcr-ray listwise-rounds`: run the recipe's steps (or print them)."""
+    check_options(cfg)
+    prm = HydraConfig.get().runtime.choices.get("prm") if HydraConfig.initialized() else None
+    return run_recipe(recipe(cfg, prm or DEFAULT_PRM), dry_run=cfg.dry_run, label="listwise-rounds")
+
+
+main = hydra_command("listwise-rounds", "listwise_rounds", run, USAGE)
 
 
 if __name__ == "__main__":

@@ -4,29 +4,29 @@ Runs one `pcr-ray` command (or benchmark script) per measurement, each in its ow
 whose output is already there (pcr_ray.pipeline.recipe), then reads their
 outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
 number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
-that measured it. `--scale cpu` (the default) is this machine's scale (31 minutes on 2 cores, the two quick PRMs'
-training included); `--scale paper` is the GPU cluster's
+that measured it. `scale=cpu` (the default) is this machine's scale (31 minutes on 2 cores, the two quick PRMs'
+training included); `scale=paper` is the GPU cluster's
 configuration (GSM8K + MATH-500, Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs).
 docs/reproduction.md explains each row.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
 from pcr_ray.bench.records import git_revision, machine_info
-from pcr_ray.core.units import try_unit_info
-from pcr_ray.data.givens import extract, score_extraction
-from pcr_ray.data.physics import generate_problems
-from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
+from pcr_ray.commands.hydra_app import hydra_command
+from pcr_ray.configs import ConfigError, to_plain
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.paths import cache_dir, runs_dir
 from pcr_ray.pipeline.metrics import ignored_conditions
@@ -75,6 +75,21 @@ CPU_SEARCH = ("generator=enumerator", "generator.cap=24", "search.beam_width=2",
 PAPER_CLUSTER = ("ray.address=auto",)
 
 
+@dataclass
+class Options:
+    """A run's options (conf/reproduce.yaml, configs.ReproduceConfig) with their defaults resolved."""
+
+    scale: str = "cpu"
+    out: str | None = None
+    problems: int = 0
+    methods: list[str] = field(default_factory=list)
+    checkpoint_csp: str | None = None
+    checkpoint_random: str | None = None
+    steps: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    report_only: bool = False
+
+
 def _sources(items: Sequence[str]) -> str:
     return "dataset.sources=[" + ",".join(items) + "]"
 
@@ -84,12 +99,12 @@ def _physics(n: int, seed: int = 0, mix: str = "") -> str:
     return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}{extra}}}}}"
 
 
-def _checkpoint(args: argparse.Namespace, kind: str) -> list[str]:
+def _checkpoint(args: Options, kind: str) -> list[str]:
     ck = getattr(args, f"checkpoint_{kind}")
     return [f"prm.checkpoint={Path(ck).resolve()}"] if ck else []
 
 
-def _n(args: argparse.Namespace, full: int) -> int:
+def _n(args: Options, full: int) -> int:
     return min(full, args.problems) if args.problems else full
 
 
@@ -99,7 +114,7 @@ def _evaluate(name: str, out: Path, overrides: Sequence[str]) -> RecipeStep:
                       run / "metrics.json")
 
 
-def recipe(args: argparse.Namespace) -> list[RecipeStep]:
+def recipe(args: Options) -> list[RecipeStep]:
     """The steps of the reproduction for these arguments (nothing is run)."""
     out = Path(args.out).expanduser().resolve()
     sc = SCALES[args.scale]
@@ -180,35 +195,9 @@ def recipe(args: argparse.Namespace) -> list[RecipeStep]:
                                             "--name", "first_error",
                                             *(["--checkpoint", str(Path(ck).resolve())] if ck else [])),
                             out / "first_error" / "first_error.json"))
-    steps.append(RecipeStep("givens", (*PCR, "reproduce", "--measure-givens", str(out / "givens.json")),
+    steps.append(RecipeStep("givens", (sys.executable, "-m", "pcr_ray.bench.givens", str(out / "givens.json")),
                             out / "givens.json"))
     return steps
-
-
-# ---------------------------------------------------------------- the givens-extraction measurement
-
-
-def measure_givens(path: Path) -> dict[str, Any]:
-    """The extractor on GSM8K test and generated physics (complete gold givens captured), and on SciBench physics
-    (no gold givens: problems with givens found, and targets of the answer's dimension)."""
-    out: dict[str, Any] = {}
-    gsm = [p for p in load_dataset("gsm8k_test") if p.gold_trace]
-    phys = generate_problems(n=300, seed=0)
-    for name, probs in (("gsm8k_test", gsm), ("physics", phys)):
-        out[name] = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in probs]).to_dict()
-    sci = load_dataset("scibench", books=list(SCIBENCH_PHYSICS))
-    ex = [(p, extract(p.text)) for p in sci]
-    known = [(p, e) for p, e in ex if e.target.known]
-    units = [try_unit_info(p.answer_unit or "dimensionless") for p in sci]
-    out["scibench_physics"] = {
-        "n": len(sci), "with_givens": sum(bool(e.givens) for _, e in ex),
-        "answer_units_parsed": sum(u is not None for u in units), "n_target_known": len(known),
-        "target_right": sum(e.target.dims == u.dims for (p, e), u in
-                            ((pe, try_unit_info(pe[0].answer_unit or "dimensionless")) for pe in known)
-                            if u is not None)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    return out
 
 
 # ---------------------------------------------------------------- the report
@@ -439,8 +428,9 @@ def provenance() -> dict[str, Any]:
     return {"machine": machine_info(), "git_revision": git_revision()}
 
 
-def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> dict[str, Any]:
-    """Read the steps' outputs and write reproduction.json and reproduction.md into `out`."""
+def report(out: Path, steps: Sequence[RecipeStep], args: Options, argv: Sequence[str] = ()) -> dict[str, Any]:
+    """Read the steps' outputs and write reproduction.json and reproduction.md into `out`; `argv`: the command's
+    overrides, for its line in the report."""
     table = _load(out / "table" / "metrics.json")
     claims = [
         {"claim": "Table 1: Acc@1 of direct, ToRA-style Python, PRM-only, NS-PRM", "rows": table_claims(table,
@@ -457,7 +447,7 @@ def report(out: Path, steps: Sequence[RecipeStep], args: argparse.Namespace) -> 
     commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists()}
                 for s in steps}
     result = {"scale": args.scale, "run_dir": str(out), "written": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "command": shlex.join(["pcr-ray", "reproduce", *(a for a in args.argv if a != "--report-only")]),
+              "command": shlex.join(["pcr-ray", "reproduce", *argv]),
               **provenance(), "steps": commands,
               "claims": claims}
     (out / "reproduction.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -499,54 +489,47 @@ def markdown(result: Mapping[str, Any]) -> str:
 
 # ---------------------------------------------------------------- command line
 
+USAGE = """usage: pcr-ray reproduce [key=value ...]
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="pcr-ray reproduce", description=__doc__.split("\n\n")[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="e.g.  pcr-ray reproduce                        # this machine, ~30 min\n"
-                                        "      pcr-ray reproduce --dry-run              # print the steps\n"
-                                        "      pcr-ray reproduce --scale paper --out /mnt/shared/repro  # GPU cluster")
-    ap.add_argument("--scale", choices=sorted(SCALES), default="cpu", help="cpu: this machine; paper: a GPU cluster")
-    ap.add_argument("--out", default=None, help="run directory (default: <runs>/reproduce/<scale>)")
-    ap.add_argument("--problems", type=int, default=0, help="cap every measurement's problem count (a quick look)")
-    ap.add_argument("--methods", default="", help="comma-separated methods of the Table 1 run (default: the "
-                    "experiment's)")
-    ap.add_argument("--checkpoint-csp", default=None, help="the CSP PRM (default: the cached quick one, trained if "
-                    "missing; paper scale: $PCR_RAY_CACHE/prm/deberta_csp)")
-    ap.add_argument("--checkpoint-random", default=None, help="the random-negatives PRM (default as --checkpoint-csp)")
-    ap.add_argument("--steps", default="", help="comma-separated step names (as --dry-run prints them) to run; "
-                    "the others are left as they are and the report covers what is done (default: every step)")
-    ap.add_argument("--dry-run", action="store_true", help="print the steps (and which are done), run nothing")
-    ap.add_argument("--report-only", action="store_true", help="write the report from what is done, run nothing")
-    ap.add_argument("--measure-givens", default=None, metavar="JSON", help=argparse.SUPPRESS)
-    return ap
+""" + __doc__.split("\n\n")[1] + """
+
+e.g.  pcr-ray reproduce                                           # this machine, ~30 min
+      pcr-ray reproduce dry_run=true                              # print the steps
+      pcr-ray reproduce steps=[table,givens]                      # only these steps
+      pcr-ray reproduce scale=paper out=/mnt/shared/repro         # the GPU cluster"""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
-    args.argv = argv
-    if args.measure_givens:
-        measure_givens(Path(args.measure_givens))
-        return 0
-    if args.problems < 0:
-        print("pcr-ray reproduce: --problems must be >= 0", file=sys.stderr)
-        return 2
-    args.methods = [m for m in args.methods.split(",") if m]
-    if args.out is None:
-        args.out = str(runs_dir() / "reproduce" / args.scale)
-    if args.scale == "paper":
+def options(cfg: Mapping[str, Any]) -> Options:
+    """The run's options: the checked config with its defaults resolved (the run folder, paper-scale checkpoints);
+    ConfigError for an unknown scale or a negative problem count."""
+    opts = Options(**to_plain(cfg))
+    if opts.scale not in SCALES:
+        raise ConfigError(f"scale must be one of {sorted(SCALES)}, got {opts.scale!r}")
+    if opts.problems < 0:
+        raise ConfigError(f"problems must be >= 0, got {opts.problems}")
+    if opts.out is None:
+        opts.out = str(runs_dir() / "reproduce" / opts.scale)
+    if opts.scale == "paper":
         for kind in ("csp", "random"):
-            if getattr(args, f"checkpoint_{kind}") is None:
-                setattr(args, f"checkpoint_{kind}", str(cache_dir() / "prm" / f"deberta_{kind}"))
+            if getattr(opts, f"checkpoint_{kind}") is None:
+                setattr(opts, f"checkpoint_{kind}", str(cache_dir() / "prm" / f"deberta_{kind}"))
+    return opts
+
+
+def _overrides() -> list[str]:
+    """The command line's overrides (for the report's command), when run as the Hydra app."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def run(cfg: DictConfig) -> int:
+    """`pcr-ray reproduce`: run the steps (or print them), then write the report."""
+    args = options(cfg)
     out = Path(args.out).expanduser().resolve()
     steps = recipe(args)
-    wanted = [n for n in args.steps.split(",") if n]
+    wanted = list(args.steps)
     unknown = sorted(set(wanted) - {s.name for s in steps})
     if unknown:
-        print(f"pcr-ray reproduce: unknown step(s) {unknown}; the steps are {[s.name for s in steps]}",
-              file=sys.stderr)
-        return 2
+        raise ConfigError(f"unknown step(s) {unknown}; the steps are {[s.name for s in steps]}")
     rc = 0
     if not args.report_only:
         rc = run_recipe([s for s in steps if not wanted or s.name in wanted], dry_run=args.dry_run,
@@ -554,9 +537,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dry_run:
         return rc
     out.mkdir(parents=True, exist_ok=True)
-    report(out, steps, args)
+    report(out, steps, args, [o for o in _overrides() if not o.startswith("report_only=")])
     print(f"reproduce: {out / 'reproduction.md'}")
     return rc
+
+
+main = hydra_command("reproduce", "reproduce", run, USAGE)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`pcr-ray summarize MULTIRUN_DIR`: merge the metrics of every run of a Hydra sweep into one table and plot.
+"""`pcr-ray summarize dir=MULTIRUN_DIR`: merge the metrics of every run of a Hydra sweep into one table and plot.
 
 Each run folder holds metrics.json and .hydra/overrides.yaml; the overrides that differ between runs are the
 sweep axes. Writes summary.csv, summary.md, summary.json and summary.html (with the accuracy-vs-axis plot,
@@ -7,7 +7,6 @@ beam width preferred) into the multirun folder.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import csv
 import html
@@ -18,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import DictConfig
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
 from pcr_ray.pipeline.stats import paired_comparisons, paired_table
 
@@ -161,21 +162,24 @@ def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, P
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: pcr-ray summarize MULTIRUN_DIR [--x KEY]."""
-    ap = argparse.ArgumentParser(prog="pcr-ray summarize", description=__doc__.splitlines()[0])
-    ap.add_argument("multirun_dir", help="the folder a `pcr-ray evaluate -m ...` sweep wrote")
-    ap.add_argument("--x", default=None, help="the swept key for the plot's x axis (default: beam width if swept)")
-    args = ap.parse_args(argv)
-    try:
-        paths = summarize(args.multirun_dir, args.x)
-    except FileNotFoundError as exc:
-        print(f"pcr-ray summarize: {exc}", file=sys.stderr)
-        return 2
+USAGE = """usage: pcr-ray summarize dir=MULTIRUN_DIR [x=KEY]
+
+""" + __doc__.split("\n\n")[1] + """
+
+e.g.  pcr-ray summarize dir=multirun/evaluate/2026-11-29_12-00-00
+      pcr-ray summarize dir=multirun/evaluate/2026-11-29_12-00-00 x=search.threshold"""
+
+
+def run(cfg: DictConfig) -> int:
+    """`pcr-ray summarize`: write the summary files and print the table and their paths."""
+    paths = summarize(cfg.dir, cfg.x)
     print(paths["md"].read_text())
     for k, p in paths.items():
         print(f"{k}: {p}")
     return 0
+
+
+main = hydra_command("summarize", "summarize", run, USAGE)
 
 
 if __name__ == "__main__":

@@ -8,16 +8,16 @@ parameter shapes; the training length (`max_length`) must agree too, since a PRM
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig
 
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.prm.model import CheckpointError, PRMMeta, load_checkpoint, read_meta, save_checkpoint
 
 
@@ -71,21 +71,21 @@ def average_checkpoints(paths: Sequence[str | os.PathLike[str]], output: str | o
     return save_checkpoint(model, tokenizer, output, out_meta)
 
 
-def main(argv: list[str]) -> int:
-    """`pcr-ray average-prm CK1 CK2 [...] --output DIR [--weights W1 W2 ...]`."""
-    ap = argparse.ArgumentParser(
-        prog="pcr-ray average-prm",
-        description="Average the weights of PRM checkpoints of one architecture (training rounds continued from "
-                    "one another) into one checkpoint: a uniform model soup, scored at the cost of one model.")
-    ap.add_argument("checkpoints", nargs="+", help="checkpoint folders (prm.json, encoder/, head.pt)")
-    ap.add_argument("--output", "-o", required=True, help="folder to write the averaged checkpoint to")
-    ap.add_argument("--weights", type=float, nargs="+", default=None,
-                    help="one non-negative weight per checkpoint (default: equal)")
-    args = ap.parse_args(argv)
-    try:
-        out = average_checkpoints(args.checkpoints, args.output, args.weights)
-    except (CheckpointError, ValueError) as exc:
-        print(f"pcr-ray average-prm: {exc}", file=sys.stderr)
-        return 2
-    print(f"averaged {len(args.checkpoints)} checkpoints into {out}")
+USAGE = """usage: pcr-ray average-prm checkpoints=[CK1,CK2,...] output=DIR [weights=[W1,W2,...]]
+
+Average the weights of PRM checkpoints of one architecture (training rounds continued from one another) into one
+checkpoint: a uniform model soup, scored at the cost of one model.
+
+e.g.  pcr-ray average-prm checkpoints=[runs/lw/lw2,runs/lw/lw3] output=runs/lw/soup
+      pcr-ray average-prm checkpoints=[runs/lw/lw2,runs/lw/lw3] output=runs/lw/soup weights=[1,3]"""
+
+
+def run(cfg: DictConfig) -> int:
+    """`pcr-ray average-prm`: write the averaged checkpoint (CheckpointError, exit 1, when the checkpoints differ)."""
+    weights = None if cfg.weights is None else list(cfg.weights)
+    out = average_checkpoints(list(cfg.checkpoints), cfg.output, weights)
+    print(f"averaged {len(cfg.checkpoints)} checkpoints into {out}")
     return 0
+
+
+main = hydra_command("average-prm", "average_prm", run, USAGE)
