@@ -192,12 +192,11 @@ def test_the_pipeline_row_carries_the_condition_to_the_classifier():
 # ---------------------------------------------------------------- the reproduction row
 
 
-def _args(tmp_path, *argv):
+def _args(tmp_path, *overrides):
+    from pcr_ray.configs import compose
     from pcr_ray.pipeline import reproduce
 
-    args = reproduce.parser().parse_args(["--out", str(tmp_path), *argv])
-    args.argv, args.methods = list(argv), []
-    return args
+    return reproduce.options(compose("reproduce", [f"out={tmp_path}", *overrides]))
 
 
 def test_the_conditions_step_evaluates_condition_problems(tmp_path):
