@@ -140,7 +140,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 docs: $(STAMP)
-	$(BIN)/pcr-ray primitives --markdown > pcr_ray/core/primitives/PRIMITIVES.md
+	$(BIN)/pcr-ray primitives markdown=true > pcr_ray/core/primitives/PRIMITIVES.md
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache $(DURATIONS) $(VLLM_TEST_LOG)

@@ -10,28 +10,29 @@ from importlib.metadata import version
 from pcr_ray import logs
 from pcr_ray.commands import completion
 
-# name -> (module:function, one-line help). Every command that runs a job is a Hydra app (pcr_ray.commands.hydra_app)
-# taking `key=value` overrides after its arguments; verify, schema and primitives are argparse file tools.
+# name -> (module:function, one-line help). Every command is a Hydra app (pcr_ray.commands.hydra_app) taking
+# `key=value` overrides after its arguments.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "verify": ("pcr_ray.commands.core:verify_main", "verify a trace JSON file and print the verdict"),
-    "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or --step of one step)"),
-    "primitives": ("pcr_ray.commands.core:primitives_main", "list the registered primitives (--markdown for the docs)"),
-    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]` (Hydra app)"),
-    "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data (Hydra app)"),
-    "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM (Hydra app)"),
-    "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train (Hydra app)"),
-    "sft": ("pcr_ray.sft.command:main", "fine-tune a generator on gold traces with Ray Train (Hydra app)"),
-    "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint (Hydra app)"),
+    "verify": ("pcr_ray.commands.core:verify_main", "verify trace JSON files (`-`: standard input), print verdicts"),
+    "schema": ("pcr_ray.commands.core:schema_main", "print the JSON Schema of a trace (or, step=true, of one step)"),
+    "primitives": ("pcr_ray.commands.core:primitives_main",
+                   "list the registered primitives (markdown=true for the docs)"),
+    "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
+    "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data"),
+    "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM"),
+    "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train"),
+    "sft": ("pcr_ray.sft.command:main", "fine-tune a generator on gold traces with Ray Train"),
+    "eval-prm": ("pcr_ray.pipeline.eval_prm:main", "pairwise accuracy and AUROC of a PRM checkpoint"),
     "listwise-rounds": ("pcr_ray.pipeline.listwise_rounds:main",
-                        "the listwise PRM recipe end to end: pairs, mined rounds, benchmark (Hydra app)"),
-    "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup) (Hydra app)"),
-    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method (Hydra app)"),
-    "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (Hydra app, -m to sweep)"),
-    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits (Hydra app)"),
-    "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder (Hydra app)"),
-    "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint (Hydra app)"),
-    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method (Hydra app)"),
-    "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured beside its number (Hydra app)"),
+                        "the listwise PRM recipe end to end: pairs, mined rounds, benchmark"),
+    "average-prm": ("pcr_ray.prm.average:main", "average PRM checkpoints' weights into one (a model soup)"),
+    "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
+    "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (-m to sweep)"),
+    "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits"),
+    "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
+    "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint"),
+    "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),
+    "reproduce": ("pcr_ray.pipeline.reproduce:main", "each claim of the paper measured beside its number"),
 }
 
 
@@ -39,7 +40,8 @@ def usage() -> str:
     lines = ["usage: pcr-ray COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<15} {help_}" for name, (_, help_) in COMMANDS.items()]
     lines += ["", "`pcr-ray COMMAND --help` shows a command's help; `pcr-ray --version` the version.",
-              "A Hydra app takes key=value overrides, -m to sweep comma-separated values, --cfg job for its config."]
+              "Every command is a Hydra app: key=value overrides after its arguments, -m to sweep comma-separated",
+              "values, --cfg job to print its config."]
     return "\n".join(lines)
 
 

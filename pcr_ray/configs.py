@@ -838,8 +838,35 @@ class AveragePRMConfig:
     weights: Optional[list[float]] = None  # one non-negative weight per checkpoint; null: equal
 
 
+@dataclass
+class VerifyConfig:
+    """`pcr-ray verify`: the verifier's verdict on trace JSON files (exit 0 when all are valid, 1 otherwise)."""
+
+    traces: list[str] = MISSING  # trace JSON files; `-` reads standard input
+    json: bool = False  # print each verdict as one JSON line (top-level `ok`, and `file`)
+    rel_tol: float = 1e-6  # relative tolerance on a step's claimed value
+    coverage: float = 1.0  # fraction of the primitive families whose unit rules are checked
+
+
+@dataclass
+class SchemaConfig:
+    """`pcr-ray schema`: the JSON Schema generated from the registry."""
+
+    step: bool = False  # the schema of one step (or final answer) instead of a whole trace
+    ops: list[str] = field(default_factory=list)  # op names the schema's enum is restricted to; empty: every op
+
+
+@dataclass
+class PrimitivesConfig:
+    """`pcr-ray primitives`: the registered primitives, one line each, or the generated PRIMITIVES.md."""
+
+    markdown: bool = False  # print the generated docs table (pcr_ray/core/primitives/PRIMITIVES.md)
+    family: Optional[str] = None  # only this family's primitives; null: every family
+
+
 SCHEMAS.update({"reproduce": ReproduceConfig, "listwise_rounds": ListwiseRoundsConfig, "summarize": SummarizeConfig,
-                "average_prm": AveragePRMConfig})
+                "average_prm": AveragePRMConfig, "verify": VerifyConfig, "schema": SchemaConfig,
+                "primitives": PrimitivesConfig})
 
 
 def register_schemas() -> None:

@@ -3,14 +3,24 @@ the same exit statuses; `pcr-ray -sc` completes command names, then a command's 
 
 from __future__ import annotations
 
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
 import pytest
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
 
 from pcr_ray import cli
-from pcr_ray.commands.hydra_app import HydraCommand, run_hydra
+from pcr_ray.commands.core import verify_main
+from pcr_ray.commands.hydra_app import HydraCommand, flags_first, positional_override, run_hydra
 
-ARGPARSE = {"verify", "schema", "primitives"}  # file tools (a trace file, `-` for stdin), not jobs
 # the arguments a command takes before its overrides
-LEADING = {"data": ["build"], "solve": ["A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"]}
+LEADING = {"data": ["build"], "solve": ["A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"],
+           "verify": ["trace.json"]}
+EXAMPLE = Path(__file__).resolve().parent.parent / "pcr_ray" / "examples" / "car_from_rest.json"
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +78,7 @@ def test_help_and_cfg_job_run_nothing(capsys) -> None:
     assert "csp_per_kind: 9" in capsys.readouterr().out and not ran
 
 
-@pytest.mark.parametrize("name", sorted(set(cli.COMMANDS) - ARGPARSE))
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
 def test_every_hydra_command_is_a_hydra_app(name: str, capsys) -> None:
     """`--cfg job` (a Hydra flag) prints the command's composed config and runs nothing."""
     main = cli.load(name)
@@ -90,3 +100,53 @@ def test_shell_completion_names_commands_then_a_commands_keys(monkeypatch, capsy
     assert "prm=minilm_csp" in capsys.readouterr().out.split()
     assert cli.main(["-sc", "install=bash"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("-F hydra_bash_completion pcr-ray")
+
+
+def test_leading_bare_arguments_become_one_quoted_list_override() -> None:
+    values = ["a b.json", "x,y[1]{2}.json", "it's", "back\\slash\\", "-", "${not_interpolated}", '"dq"', "k:v"]
+    argv = positional_override("traces", [*values, "json=true", "--cfg", "job", "c.json"])
+    assert argv[1:] == ["json=true", "--cfg", "job", "c.json"]  # only the leading ones: a flag's argument is kept
+    value = OverridesParser.create().parse_overrides(argv[:1])[0].value()
+    assert list(OmegaConf.create({"traces": value}).traces) == values
+    assert positional_override("traces", ["-m", "a.json"]) == ["-m", "a.json"]
+    assert positional_override("traces", []) == []
+    assert flags_first(["t=[a]", "-m", "x=1,2", "--cfg", "job", "--info", "y=1"]) == \
+        ["-m", "--cfg", "job", "--info", "all", "t=[a]", "x=1,2", "y=1"]
+
+
+def test_verify_takes_several_files_one_line_each(tmp_path, capsys) -> None:
+    odd = tmp_path / "a trace, [odd].json"
+    shutil.copy(EXAMPLE, odd)
+    assert verify_main([str(odd), str(EXAMPLE)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split(": VALID")[0] for ln in lines] == [str(odd), str(EXAMPLE)]
+    assert verify_main([str(odd), str(tmp_path / "missing.json"), "json=true"]) == 1
+    verdicts = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]  # stdout: the verdicts only
+    assert [(v["file"], v["ok"]) for v in verdicts] == [(str(odd), True), (str(tmp_path / "missing.json"), False)]
+
+
+def test_verify_dash_reads_standard_input(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(EXAMPLE.read_text()))
+    assert verify_main(["-", "json=true"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["ok"] is True and verdict["file"] == "-"
+
+
+def test_verify_keeps_hydra_flags_and_their_arguments(capsys) -> None:
+    for argv in (["a.json", "b c.json", "json=true", "--cfg", "job"],
+                 ["a.json", "b c.json", "--cfg", "job", "json=true"]):
+        assert verify_main(argv) == 0
+        shown = OmegaConf.create(capsys.readouterr().out)
+        assert list(shown.traces) == ["a.json", "b c.json"] and shown.json is True
+    assert verify_main(["a.json", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: pcr-ray verify TRACE.json")
+    assert verify_main([str(EXAMPLE), "-m", "json=true,false"]) == 0  # a sweep: no Hydra log line on stdout
+    out = capsys.readouterr().out.splitlines()
+    assert json.loads(out[0])["ok"] is True and out[-1].startswith("VALID") and "[HYDRA]" not in "".join(out)
+
+
+def test_verify_without_a_trace_is_a_bad_configuration_naming_traces(capsys) -> None:
+    assert verify_main([]) == 2
+    assert verify_main(["json=true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("pcr-ray verify: bad configuration:") == 2 and "traces" in err

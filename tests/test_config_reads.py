@@ -51,6 +51,8 @@ BY_FILE: dict[tuple[str, str], Any] = {
     ("pipeline/reproduce.py", "args"): C.ReproduceConfig, ("pipeline/summarize.py", "cfg"): C.SummarizeConfig,
     ("pipeline/listwise_rounds.py", "args"): C.ListwiseRoundsConfig,
     ("pipeline/listwise_rounds.py", "cfg"): C.ListwiseRoundsConfig, ("prm/average.py", "cfg"): C.AveragePRMConfig,
+    ("commands/core.py", "verify_cfg"): C.VerifyConfig, ("commands/core.py", "schema_cfg"): C.SchemaConfig,
+    ("commands/core.py", "primitives_cfg"): C.PrimitivesConfig,
 }
 METHODS = {"get", "items", "keys", "values", "pop", "setdefault", "copy", "update"}
 

@@ -27,7 +27,7 @@ from pcr_ray.paths import conf_dir
 
 # the values an entry point requires (MISSING in its schema): a composition without them is refused, naming them
 REQUIRED = {"listwise_rounds": ["out=/tmp/lw"], "summarize": ["dir=/tmp/sweep"],
-            "average_prm": ["checkpoints=[/tmp/a,/tmp/b]", "output=/tmp/soup"]}
+            "average_prm": ["checkpoints=[/tmp/a,/tmp/b]", "output=/tmp/soup"], "verify": ["traces=[/tmp/t.json]"]}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

@@ -33,7 +33,7 @@ def test_cli_verify_json_on_gold(tmp_path):
     pid, _, trace, expected = GOLD[0]
     f = tmp_path / "t.json"
     f.write_text(json.dumps(trace))
-    out = subprocess.run([sys.executable, "-m", "pcr_ray", "verify", "--json", str(f)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pcr_ray", "verify", str(f), "json=true"], capture_output=True,
                          text=True, check=False)
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)

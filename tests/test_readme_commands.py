@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pcr_ray.commands.hydra_app import compose_config
+from pcr_ray.commands.hydra_app import compose_config, positional_override
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -22,7 +22,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 CONFIGS = {"make-pairs": "make_pairs", "train-prm": "train_prm", "mine-pairs": "mine_pairs", "eval-prm": "eval_prm",
            "evaluate": "evaluate", "serve": "serve", "data": "data", "solve": "solve", "sft": "sft",
            "demo": "evaluate", "reproduce": "reproduce", "listwise-rounds": "listwise_rounds",
-           "summarize": "summarize", "average-prm": "average_prm"}
+           "summarize": "summarize", "average-prm": "average_prm", "verify": "verify", "schema": "schema",
+           "primitives": "primitives"}
 MODULE_APPS = {"pcr_ray.evaluate": "evaluate"}  # `python -m pcr_ray.evaluate ...` (as in `ray job submit ... --`)
 PATH_ROOTS = ("pcr_ray/", "benchmarks/", "tests/", "cluster/", "docs/")
 
@@ -45,6 +46,8 @@ def _app_args(words: list[str]) -> tuple[str, list[str]] | None:
             args = args[1:] if args[:1] == ["build"] else args
         if app == "solve":
             args = args[1:]  # the problem text
+        if app == "verify":
+            args = positional_override("traces", args)
         if app == "demo":
             args = ["experiment=demo", *args]
         return app, args

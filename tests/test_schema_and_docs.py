@@ -63,9 +63,9 @@ def test_registry_has_120_plus_with_docs():
 
 
 def test_cli_schema_and_primitives():
-    out = subprocess.run([sys.executable, "-m", "pcr_ray", "schema", "--step", "--ops", "add"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pcr_ray", "schema", "step=true", "ops=[add]"], capture_output=True,
                          text=True, check=True)
     assert json.loads(out.stdout)["anyOf"][0]["properties"]["op"]["const"] == "add"
-    out = subprocess.run([sys.executable, "-m", "pcr_ray", "primitives", "--family", "circuits"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pcr_ray", "primitives", "family=circuits"], capture_output=True,
                          text=True, check=True)
     assert "ohm_voltage" in out.stdout and "kin_displacement" not in out.stdout

@@ -119,7 +119,7 @@ def test_verify_matches_cli_json(client, tmp_path: Path, capsys: pytest.CaptureF
     for name in ("valid", "arithmetic_error"):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(TRACES[name]))
-        verify_main(["--json", str(path)])
+        verify_main([str(path), "json=true"])
         cli = json.loads(capsys.readouterr().out)
         cli.pop("file")
         assert client.post("/v1/verify", json={"trace": TRACES[name]}).json() == cli

@@ -1,48 +1,61 @@
-"""The commands whose options are not a Hydra config: verify, schema, primitives (argparse; no Ray, no torch)."""
+"""The file commands: verify, schema, primitives (Hydra apps over conf/<name>.yaml; no Ray, no torch)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from omegaconf import DictConfig
+
+from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.core.primitives import REGISTRY, families
 from pcr_ray.core.trace import load_trace, step_json_schema, trace_json_schema
 from pcr_ray.core.verifier import CODES, Verdict, VerifierConfig, make_diagnostic, verify
 
+VERIFY_USAGE = """usage: pcr-ray verify TRACE.json [TRACE.json ...] [key=value ...]
 
-def verify_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
-        prog="pcr-ray verify",
-        description="Verify trace JSON files (syntax, units, coherence). Exit 0 when all are valid, 1 otherwise.",
-    )
-    ap.add_argument("traces", nargs="+", help="trace JSON file(s); '-' reads standard input")
-    ap.add_argument("--json", action="store_true", help="print the verdict as JSON (top-level 'ok')")
-    ap.add_argument("--rel-tol", type=float, default=1e-6, help="relative tolerance on claimed values")
-    ap.add_argument("--coverage", type=float, default=1.0, help="fraction of families whose unit rules are checked")
-    args = ap.parse_args(argv)
-    cfg = VerifierConfig(rel_tol=args.rel_tol, coverage=args.coverage)
+Verify trace JSON files (syntax, units, coherence); `-` reads standard input. Exit 0 when all are valid, 1 otherwise.
+  pcr-ray verify trace.json
+  pcr-ray verify a.json b.json json=true      # one JSON verdict per line (top-level "ok")
+  cat trace.json | pcr-ray verify -"""
+
+SCHEMA_USAGE = """usage: pcr-ray schema [key=value ...]
+
+Print the JSON Schema generated from the registry: of a trace, or (step=true) of one step.
+  pcr-ray schema step=true ops=[add,mul]"""
+
+PRIMITIVES_USAGE = """usage: pcr-ray primitives [key=value ...]
+
+List the registered primitives, or (markdown=true) print the generated PRIMITIVES.md.
+  pcr-ray primitives family=kinematics
+  pcr-ray primitives markdown=true"""
+
+
+def run_verify(verify_cfg: DictConfig) -> int:
+    """Print the verdict on each trace of `verify_cfg.traces`; 0 when all are valid, 1 otherwise."""
+    verifier = VerifierConfig(rel_tol=verify_cfg.rel_tol, coverage=verify_cfg.coverage)
+    traces = list(verify_cfg.traces)
     all_ok = True
-    for path in args.traces:
+    for path in traces:
         if path == "-":
-            verdict = verify(sys.stdin.read(), cfg)
+            verdict = verify(sys.stdin.read(), verifier)
         else:
             trace, errors = load_trace(path)
             if trace is None:
                 verdict = Verdict(False, tuple(make_diagnostic(e.step, e.code if e.code in CODES else "malformed",
                                                      f"{e.path}: {e.message}") for e in errors))
             else:
-                verdict = verify(trace, cfg)
+                verdict = verify(trace, verifier)
         all_ok &= verdict.ok
-        if args.json:
+        if verify_cfg.json:
             d = verdict.to_dict()
             d["file"] = path
             print(json.dumps(d))
         else:
-            if len(args.traces) > 1 and not verdict.ok:
+            if len(traces) > 1 and not verdict.ok:
                 first = verdict.first_failure
                 print(f"{path}: REJECTED {first.feedback() if first else ''}")
-            elif len(args.traces) > 1:
+            elif len(traces) > 1:
                 ans = ", ".join(f"{a.name} = {a.value:.6g} {a.unit}" for a in verdict.answer)
                 print(f"{path}: VALID {ans}")
             else:
@@ -50,14 +63,10 @@ def verify_main(argv: list[str]) -> int:
     return 0 if all_ok else 1
 
 
-def schema_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="pcr-ray schema",
-                                 description="Print the JSON Schema generated from the registry.")
-    ap.add_argument("--step", action="store_true", help="schema of one step (or final answer) instead of a trace")
-    ap.add_argument("--ops", default="", help="comma-separated op names to restrict the enum")
-    args = ap.parse_args(argv)
-    ops = [o for o in args.ops.split(",") if o] or None
-    print(json.dumps(step_json_schema(ops) if args.step else trace_json_schema(ops), indent=2))
+def run_schema(schema_cfg: DictConfig) -> int:
+    """Print the JSON Schema of a trace (or of one step), its op enum restricted to `schema_cfg.ops` when given."""
+    ops = [str(o) for o in schema_cfg.ops if o] or None
+    print(json.dumps(step_json_schema(ops) if schema_cfg.step else trace_json_schema(ops), indent=2))
     return 0
 
 
@@ -66,7 +75,7 @@ def primitives_markdown() -> str:
     lines = [
         "# Primitives",
         "",
-        "Generated from the registry by `pcr-ray primitives --markdown` (`make docs`); a test keeps it in sync.",
+        "Generated from the registry by `pcr-ray primitives markdown=true` (`make docs`); a test keeps it in sync.",
         f"{len(REGISTRY)} primitives in {len(families())} families. Arguments are variable names (or",
         "dimensionless literals); values are computed in SI base units.",
         "",
@@ -90,16 +99,18 @@ def primitives_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def primitives_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="pcr-ray primitives", description="List the registered primitives.")
-    ap.add_argument("--markdown", action="store_true", help="print the generated PRIMITIVES.md table")
-    ap.add_argument("--family", default="", help="only this family")
-    args = ap.parse_args(argv)
-    if args.markdown:
+def run_primitives(primitives_cfg: DictConfig) -> int:
+    """Print the registered primitives (only `primitives_cfg.family`'s when set), or the generated PRIMITIVES.md."""
+    if primitives_cfg.markdown:
         sys.stdout.write(primitives_markdown())
         return 0
     for p in sorted(REGISTRY.values(), key=lambda p: (p.family, p.name)):
-        if args.family and p.family != args.family:
+        if primitives_cfg.family and p.family != primitives_cfg.family:
             continue
         print(f"{p.family:<16} {p.signature():<60} {p.description}")
     return 0
+
+
+verify_main = hydra_command("verify", "verify", run_verify, VERIFY_USAGE, positional="traces")
+schema_main = hydra_command("schema", "schema", run_schema, SCHEMA_USAGE)
+primitives_main = hydra_command("primitives", "primitives", run_primitives, PRIMITIVES_USAGE)

@@ -1,9 +1,11 @@
-"""The one wrapper around `@hydra.main` that every Hydra command of `pcr-ray` is built with.
+"""The one wrapper around `@hydra.main` that every command of `pcr-ray` is built with.
 
 `hydra_command(name, config_name, run, usage)` is a command's `main(argv) -> int`: `--help` prints the usage and
 the composed config; anything else goes to `@hydra.main` over conf/<config_name>.yaml, so `-m` sweeps, `--cfg job`,
-`--info` and `--shell-completion` work as in any Hydra app. Each job's config is checked against its schema
-(pcr_ray.configs.check) and handed to `run`. Exit statuses, the same for every command:
+`--info` and `--shell-completion` work as in any Hydra app. A command with a `positional` key takes its leading
+bare arguments (`pcr-ray verify a.json b.json json=true`) as that key's list (positional_override). Each job's
+config is checked against its schema (pcr_ray.configs.check) and handed to `run`.
+Exit statuses, the same for every command:
 - 2: a bad configuration (an unknown key, a malformed override, a wrong type), in one line naming the key;
 - 1: the job raised ValueError, FileNotFoundError or RuntimeError (its message, no traceback);
 - else what `run` returned when it is an int (else 0); in a sweep, the largest of its jobs'.
@@ -12,6 +14,7 @@ the composed config; anything else goes to `@hydra.main` over conf/<config_name>
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,10 +26,59 @@ from omegaconf import DictConfig, OmegaConf
 from pcr_ray import configs
 from pcr_ray.paths import conf_dir
 
+# Hydra's flags that take an argument (`--cfg job`) or may (`--info [what]`); the others take none
+HYDRA_FLAG_ARGS = {**dict.fromkeys(("--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                                    "--config-dir", "-cd", "--experimental-rerun"), "one"),
+                   "--info": "optional", "-i": "optional"}
+HYDRA_INFO = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
 Job = Callable[[DictConfig], Any]  # the checked config -> an exit status (an int; anything else: 0)
 RUNTIME_ERRORS = (ValueError, FileNotFoundError, RuntimeError)
 HYDRA_FLAGS = ("Hydra flags: -m (--multirun) runs every combination of comma-separated values; --cfg job prints the "
                "composed config;\n--info, --shell-completion and --hydra-help as for any Hydra app.")
+
+
+def hydra_quote(value: str) -> str:
+    """`value` as a single-quoted string of Hydra's override grammar: the backslashes before a quote (or the closing
+    quote) doubled, each quote escaped, `${` escaped (a literal, not an interpolation)."""
+    quoted = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+    quoted = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, quoted).replace("${", "\\${")
+    return f"'{quoted}'"
+
+
+def is_bare(arg: str) -> bool:
+    """Whether `arg` is a positional value: no `=`, no leading `-` (a lone `-`, standard input, is a value)."""
+    return arg == "-" or ("=" not in arg and not arg.startswith("-"))
+
+
+def positional_override(key: str, argv: Sequence[str]) -> list[str]:
+    """`argv` with its leading bare arguments (is_bare: those before the first override or flag) made one override
+    `key=['a','b',...]`, each value quoted for Hydra (hydra_quote); `argv` unchanged when it has none."""
+    argv = list(argv)
+    n = next((i for i, a in enumerate(argv) if not is_bare(a)), len(argv))
+    if n == 0:
+        return argv
+    return [f"{key}=[{','.join(hydra_quote(a) for a in argv[:n])}]", *argv[n:]]
+
+
+def flags_first(argv: Sequence[str]) -> list[str]:
+    """`argv` in the order Hydra's parser takes (its overrides in one run): the flags with their arguments first
+    (HYDRA_FLAG_ARGS; a bare `--info` made `--info all`, its default), then the overrides in their order
+    (`a.json -m json=true,false` -> `-m a.json json=true,false`)."""
+    flags: list[str] = []
+    overrides: list[str] = []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if not arg.startswith("-") or arg == "-":
+            overrides.append(arg)
+            continue
+        flags.append(arg)
+        takes = HYDRA_FLAG_ARGS.get(arg)
+        if takes == "one" and args:
+            flags.append(args.pop(0))
+        elif takes == "optional":
+            flags.append(args.pop(0) if args and args[0] in HYDRA_INFO else "all")
+    return [*flags, *overrides]
 
 
 def compose_config(config_name: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -111,7 +163,8 @@ def run_hydra(name: str, config_name: str, argv: Sequence[str], run: Job, usage:
 class HydraCommand:
     """`pcr-ray NAME [key=value ...]`: a Hydra app over conf/<config_name>.yaml whose jobs run `run`.
 
-    `preset` overrides go before the user's (demo: experiment=demo); `teardown` runs once the app has finished
+    `preset` overrides go before the user's (demo: experiment=demo); `positional` names the list key that the
+    leading bare arguments fill (verify: traces; positional_override); `teardown` runs once the app has finished
     (evaluate: stop the Ray that every run of a sweep shared)."""
 
     name: str
@@ -120,9 +173,13 @@ class HydraCommand:
     usage: str
     preset: tuple[str, ...] = ()
     teardown: Callable[[], Any] | None = None
+    positional: str | None = None
 
     def __call__(self, argv: Sequence[str] | None = None) -> int:
-        args = [*self.preset, *(sys.argv[1:] if argv is None else argv)]
+        given = list(sys.argv[1:] if argv is None else argv)
+        if self.positional:
+            given = flags_first(positional_override(self.positional, given))
+        args = [*self.preset, *given]
         try:
             return run_hydra(self.name, self.config_name, args, self.run, self.usage)
         finally:
@@ -131,6 +188,6 @@ class HydraCommand:
 
 
 def hydra_command(name: str, config_name: str, run: Job, usage: str, *, preset: Sequence[str] = (),
-                  teardown: Callable[[], Any] | None = None) -> HydraCommand:
-    """The `main(argv) -> int` of `pcr-ray NAME [key=value ...]` (HydraCommand)."""
-    return HydraCommand(name, config_name, run, usage, tuple(preset), teardown)
+                  teardown: Callable[[], Any] | None = None, positional: str | None = None) -> HydraCommand:
+    """The `main(argv) -> int` of `pcr-ray NAME [ARG ...] [key=value ...]` (HydraCommand)."""
+    return HydraCommand(name, config_name, run, usage, tuple(preset), teardown, positional)

@@ -498,7 +498,7 @@ def create_app(backend: ScoreBackend | None, settings: ServeSettings | None = No
                            "max_id_chars": MAX_ID_CHARS}}
 
     @app.post("/v1/verify", response_model=VerdictModel, responses=_COMMON_ERRORS,
-              summary="verify a trace (same verdict as `pcr-ray verify --json`)")
+              summary="verify a trace (same verdict as `pcr-ray verify TRACE json=true`)")
     async def verify_route(req: VerifyRequest) -> JSONResponse:
         return SafeJSONResponse(verdict_json(req.trace))
 

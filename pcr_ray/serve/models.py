@@ -70,7 +70,7 @@ class AnswerModel(BaseModel):
 
 
 class VerdictModel(BaseModel):
-    """The verifier's verdict: `pcr_ray.core.verifier.verify(trace).to_dict()`, as `pcr-ray verify --json`."""
+    """The verifier's verdict: `pcr_ray.core.verifier.verify(trace).to_dict()`, as `pcr-ray verify TRACE json=true`."""
 
     ok: bool
     n_steps: int
