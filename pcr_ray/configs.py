@@ -787,7 +787,7 @@ SCHEMAS: dict[str, type] = {
 class ReproduceConfig:
     """`pcr-ray reproduce`: every claim of the paper measured, beside its number (docs/reproduction.md)."""
 
-    scale: str = "cpu"  # cpu: this machine; paper: a GPU cluster
+    scale: str = "cpu"  # cpu: one CPU machine; paper: a GPU cluster
     out: Optional[str] = None  # the run folder; null: <runs>/reproduce/<scale>
     problems: int = 0  # > 0: cap every measurement's problem count (a quick look)
     methods: list[str] = _list()  # the Table 1 run's methods; []: the experiment's
