@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -54,15 +55,28 @@ class LocalCluster:
     env: dict[str, str]
     gcs_port: int
     temp_dir: str
-    procs: list[subprocess.Popen] = field(default_factory=list)
-    node_dirs: list[Path] = field(default_factory=list)
+    workdir: Path
+    timeout: float
+    nodes: list[NodeSpec] = field(default_factory=list)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)  # `ray start --block` of each node, by name
 
     def ray(self, *args: str, timeout: float = 600, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([str(BIN / "ray"), *args], env=self.env, capture_output=True, text=True,
                               timeout=timeout, cwd=cwd)
 
+    def restart_dead_workers(self) -> list[str]:
+        """Starts again each worker node whose `ray start` has exited (its raylet died: on a loaded 2-core machine
+        an agent can time out), keeping the session's logs of why; returns their names. A dead head fails."""
+        if self.procs["head"].poll() is not None:
+            raise RuntimeError(f"the local cluster's head exited: {(self.workdir / 'head.log').read_text()[-3000:]}")
+        dead = [s for s in self.nodes if self.procs[s.name].poll() is not None]
+        for spec in dead:
+            _keep_logs(self, self.workdir, spec.name)
+            _start_node(self, self.workdir, spec, self.timeout)
+        return [s.name for s in dead]
+
     def stop(self) -> None:
-        for p in reversed(self.procs):
+        for p in reversed(list(self.procs.values())):
             try:
                 os.killpg(p.pid, signal.SIGTERM)  # `ray start --block` stops its node on SIGTERM
                 p.wait(timeout=15)
@@ -81,6 +95,7 @@ class LocalCluster:
 
 
 WORKER_PORTS = 200  # ports per node for its worker processes
+AGENT_FLAGS = ("--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port")
 
 
 def _node_ports(workers_from: int) -> list[str]:
@@ -93,11 +108,80 @@ def _node_ports(workers_from: int) -> list[str]:
             "--max-worker-port", str(workers_from + WORKER_PORTS - 1)]
 
 
+def listening_ports() -> set[int]:
+    """The TCP ports some process of this machine listens on (any address), from /proc/net/tcp{,6}."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            if state == "0A":  # LISTEN
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One `ray start` node: its name (its log is `<workdir>/<name>.log`), resources, environment, worker ports."""
+
+    name: str
+    cpus: int
+    gpus: int
+    env: dict[str, str]
+    workers_from: int
+
+    def command(self, cluster: LocalCluster) -> list[str]:
+        if self.name == "head":
+            head_ports = ["--head", "--port", str(cluster.gcs_port), "--dashboard-host", "127.0.0.1",
+                          "--dashboard-port", cluster.url.rsplit(":", 1)[1], "--include-dashboard", "true",
+                          "--temp-dir", cluster.temp_dir, "--ray-client-server-port", str(free_ports(1)[0])]
+        else:
+            head_ports = ["--address", f"127.0.0.1:{cluster.gcs_port}"]
+        return [str(BIN / "ray"), "start", "--block", *head_ports, "--node-ip-address", "127.0.0.1", "--num-cpus",
+                str(self.cpus), "--num-gpus", str(self.gpus), "--disable-usage-stats", *_node_ports(self.workers_from)]
+
+
+def _port(cmd: list[str], flag: str) -> int:
+    return int(cmd[cmd.index(flag) + 1])
+
+
+def _start_node(cluster: LocalCluster, workdir: Path, spec: NodeSpec, timeout: float) -> None:
+    """Starts `spec` and returns once it has joined and its agents listen. A raylet exits when one of its agents
+    fails to start (a port taken between free_ports and the agent's bind, or a timeout on a loaded machine), and
+    `ray start` gives a raylet 30 s to register (hard-coded in Ray): a worker node that dies so is started again on
+    fresh ports; the head is not retried."""
+    for attempt in range(3):
+        cmd = spec.command(cluster)
+        log = open(workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
+        proc = subprocess.Popen(cmd, env=spec.env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        cluster.procs[spec.name] = proc
+        try:
+            _wait(cluster, workdir, cmd, proc, timeout)
+            return
+        except RuntimeError:
+            if spec.name == "head" or attempt == 2 or proc.poll() is None:
+                raise
+            _keep_logs(cluster, workdir, f"{spec.name}-attempt{attempt + 1}")
+
+
+def _keep_logs(cluster: LocalCluster, workdir: Path, tag: str) -> None:
+    """Copies the tails of the session's agent and raylet logs beside the node logs, to read why a node died."""
+    logs = sorted(Path(cluster.temp_dir).glob("session_*/logs/*"))
+    text = [f"== {f.name}\n" + "\n".join(f.read_text(errors="replace").splitlines()[-40:]) for f in logs
+            if f.is_file() and f.suffix in (".log", ".out", ".err") and ("agent" in f.name or "raylet" in f.name)]
+    (workdir / f"{tag}-died.log").write_text("\n".join(text))
+
+
 def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] = (),
                   head_env: dict[str, str] | None = None, timeout: float = 180) -> LocalCluster:
     """A head (no GPU) and worker nodes, e.g. workers=({"cpus": 1, "gpus": 1, "env": {...}},); returns once every
-    node has joined. Each node's `env` adds to the environment its workers inherit (a cache folder of its own)."""
-    gcs, dash, client = free_ports(3)
+    node has joined and its agents listen. Each node's `env` adds to the environment its workers inherit (a cache
+    folder of its own)."""
+    gcs, dash = free_ports(2)
     workers_from = random.Random().randrange(20000, 30000 - WORKER_PORTS * (1 + len(workers)), WORKER_PORTS)
     temp_dir = tempfile.mkdtemp(prefix="pcrc", dir="/tmp")  # short: Ray's socket paths have a length limit
     token = workdir / "auth_token"
@@ -106,56 +190,39 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
            "RAY_AUTH_TOKEN_PATH": str(token), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
-    cluster = LocalCluster(f"http://127.0.0.1:{dash}", env, gcs, temp_dir)
-    head = [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs),
-            "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--include-dashboard", "true",
-            "--num-cpus", str(head_cpus), "--num-gpus", "0", "--temp-dir", temp_dir, "--ray-client-server-port",
-            str(client), "--disable-usage-stats", *_node_ports(workers_from)]
-    nodes = [(head, {**env, **(head_env or {})}, "head")]
-    for i, w in enumerate(workers):
-        cmd = [str(BIN / "ray"), "start", "--block", "--address", f"127.0.0.1:{gcs}", "--node-ip-address",
-               "127.0.0.1", "--num-cpus", str(w.get("cpus", 1)), "--num-gpus", str(w.get("gpus", 0)),
-               "--disable-usage-stats", *_node_ports(workers_from + WORKER_PORTS * (i + 1))]
-        nodes.append((cmd, {**env, **dict(w.get("env") or {})}, f"worker{i + 1}"))
+    cluster = LocalCluster(f"http://127.0.0.1:{dash}", env, gcs, temp_dir, workdir=workdir, timeout=timeout)
+    cluster.nodes = [NodeSpec("head", head_cpus, 0, {**env, **(head_env or {})}, workers_from)]
+    cluster.nodes += [NodeSpec(f"worker{i + 1}", w.get("cpus", 1), w.get("gpus", 0),
+                               {**env, **dict(w.get("env") or {})}, workers_from + WORKER_PORTS * (i + 1))
+                      for i, w in enumerate(workers)]
     try:
-        for i, (cmd, node_env, name) in enumerate(nodes, 1):  # one at a time: two at once can time out on 2 cores
-            for attempt in range(3):
-                log = open(workdir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
-                cluster.procs.append(subprocess.Popen(cmd, env=node_env, cwd=workdir, stdout=log,
-                                                      stderr=subprocess.STDOUT, start_new_session=True))
-                try:
-                    _wait(cluster, workdir, i, timeout)
-                    break
-                except RuntimeError:
-                    # `ray start` gives a raylet 30 s to register (hard-coded in Ray): on a loaded machine a worker
-                    # node can miss it and exit; start that worker again (the head is not retried)
-                    if i == 1 or attempt == 2 or cluster.procs[-1].poll() is None:
-                        raise
-                    cluster.procs.pop()
+        for spec in cluster.nodes:  # one at a time: two at once can time out on 2 cores
+            _start_node(cluster, workdir, spec, timeout)
     except BaseException:
         cluster.stop()
         raise
     return cluster
 
 
-def alive_nodes(cluster: LocalCluster) -> int:
-    import re
-
+def alive_nodes(cluster: LocalCluster) -> set[int]:
+    """The node-manager ports of the nodes the cluster's GCS holds alive (one per node here: all share 127.0.0.1)."""
     code = (f"import ray; ray.init(address='127.0.0.1:{cluster.gcs_port}', log_to_driver=False); "
-            "print('ALIVE_NODES=%d' % sum(1 for n in ray.nodes() if n['Alive']))")
+            "print('ALIVE_NODES=%s' % [n['NodeManagerPort'] for n in ray.nodes() if n['Alive']])")
     out = subprocess.run([sys.executable, "-c", code], env=cluster.env, capture_output=True, text=True, timeout=60)
-    m = re.search(r"ALIVE_NODES=(\d+)", out.stdout)
-    return int(m.group(1)) if m else 0
+    m = re.search(r"ALIVE_NODES=\[([\d, ]*)\]", out.stdout)
+    return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
 
 
-def _wait(cluster: LocalCluster, workdir: Path, nodes: int, timeout: float) -> None:
+def _wait(cluster: LocalCluster, workdir: Path, cmd: list[str], proc: subprocess.Popen, timeout: float) -> None:
+    """Until the node `proc` runs (`ray start ... cmd`) has joined the cluster and the ports of its agents listen."""
     deadline = time.time() + timeout
+    agents = {_port(cmd, flag) for flag in AGENT_FLAGS}
     while True:
         ok = cluster.ray("job", "list", "--address", cluster.url, timeout=60)
-        if ok.returncode == 0 and (nodes == 1 or alive_nodes(cluster) >= nodes):
+        if (ok.returncode == 0 and agents <= listening_ports()
+                and _port(cmd, "--node-manager-port") in alive_nodes(cluster) and proc.poll() is None):
             return
-        dead = [p for p in cluster.procs if p.poll() is not None]
-        if dead or time.time() > deadline:
+        if proc.poll() is not None or time.time() > deadline:
             logs = "\n".join(f"{f.name}: {f.read_text()[-1500:]}" for f in sorted(workdir.glob("*.log")))
-            raise RuntimeError(f"the local cluster did not come up ({nodes} nodes):\n{logs}\n{ok.stderr[-1500:]}")
+            raise RuntimeError(f"the local cluster did not come up ({cmd[2:4]}):\n{logs}\n{ok.stderr[-1500:]}")
         time.sleep(2)

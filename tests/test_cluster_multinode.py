@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,16 @@ def cluster(tmp_path_factory):
                                     for w in ("worker1", "worker2")))
     yield c, caches
     c.stop()
+
+
+@pytest.fixture(autouse=True)
+def _every_node_up(cluster):
+    """Each test on the whole cluster: a worker node whose raylet died since (an agent timing out on a loaded
+    2-core machine) is started again, and the test says so; a dead head fails the test."""
+    restarted = cluster[0].restart_dead_workers()
+    if restarted:
+        warnings.warn(f"worker nodes started again (their raylet had exited; logs kept beside the node logs): "
+                      f"{restarted}", stacklevel=1)
 
 
 def _submit(cluster, run_dir: Path, entry: list[str], runtime_env: list[str], timeout: float = 600):
