@@ -71,8 +71,8 @@ class LocalCluster:
             raise RuntimeError(f"the local cluster's head exited: {(self.workdir / 'head.log').read_text()[-3000:]}")
         dead = [s for s in self.nodes if self.procs[s.name].poll() is not None]
         for spec in dead:
-            _keep_logs(self, self.workdir, spec.name)
-            _start_node(self, self.workdir, spec, self.timeout)
+            _keep_logs(self, spec.name)
+            _start_node(self, spec)
         return [s.name for s in dead]
 
     def stop(self) -> None:
@@ -148,32 +148,32 @@ def _port(cmd: list[str], flag: str) -> int:
     return int(cmd[cmd.index(flag) + 1])
 
 
-def _start_node(cluster: LocalCluster, workdir: Path, spec: NodeSpec, timeout: float) -> None:
+def _start_node(cluster: LocalCluster, spec: NodeSpec) -> None:
     """Starts `spec` and returns once it has joined and its agents listen. A raylet exits when one of its agents
     fails to start (a port taken between free_ports and the agent's bind, or a timeout on a loaded machine), and
     `ray start` gives a raylet 30 s to register (hard-coded in Ray): a worker node that dies so is started again on
     fresh ports; the head is not retried."""
     for attempt in range(3):
         cmd = spec.command(cluster)
-        log = open(workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
-        proc = subprocess.Popen(cmd, env=spec.env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        log = open(cluster.workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
+        proc = subprocess.Popen(cmd, env=spec.env, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=cluster.workdir, start_new_session=True)
         cluster.procs[spec.name] = proc
         try:
-            _wait(cluster, workdir, cmd, proc, timeout)
+            _wait(cluster, cmd, proc)
             return
         except RuntimeError:
             if spec.name == "head" or attempt == 2 or proc.poll() is None:
                 raise
-            _keep_logs(cluster, workdir, f"{spec.name}-attempt{attempt + 1}")
+            _keep_logs(cluster, f"{spec.name}-attempt{attempt + 1}")
 
 
-def _keep_logs(cluster: LocalCluster, workdir: Path, tag: str) -> None:
+def _keep_logs(cluster: LocalCluster, tag: str) -> None:
     """Copies the tails of the session's agent and raylet logs beside the node logs, to read why a node died."""
     logs = sorted(Path(cluster.temp_dir).glob("session_*/logs/*"))
     text = [f"== {f.name}\n" + "\n".join(f.read_text(errors="replace").splitlines()[-40:]) for f in logs
             if f.is_file() and f.suffix in (".log", ".out", ".err") and ("agent" in f.name or "raylet" in f.name)]
-    (workdir / f"{tag}-died.log").write_text("\n".join(text))
+    (cluster.workdir / f"{tag}-died.log").write_text("\n".join(text))
 
 
 def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] = (),
@@ -197,7 +197,7 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
                       for i, w in enumerate(workers)]
     try:
         for spec in cluster.nodes:  # one at a time: two at once can time out on 2 cores
-            _start_node(cluster, workdir, spec, timeout)
+            _start_node(cluster, spec)
     except BaseException:
         cluster.stop()
         raise
@@ -213,9 +213,9 @@ def alive_nodes(cluster: LocalCluster) -> set[int]:
     return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
 
 
-def _wait(cluster: LocalCluster, workdir: Path, cmd: list[str], proc: subprocess.Popen, timeout: float) -> None:
+def _wait(cluster: LocalCluster, cmd: list[str], proc: subprocess.Popen) -> None:
     """Until the node `proc` runs (`ray start ... cmd`) has joined the cluster and the ports of its agents listen."""
-    deadline = time.time() + timeout
+    deadline = time.time() + cluster.timeout
     agents = {_port(cmd, flag) for flag in AGENT_FLAGS}
     while True:
         ok = cluster.ray("job", "list", "--address", cluster.url, timeout=60)
@@ -223,6 +223,6 @@ def _wait(cluster: LocalCluster, workdir: Path, cmd: list[str], proc: subprocess
                 and _port(cmd, "--node-manager-port") in alive_nodes(cluster) and proc.poll() is None):
             return
         if proc.poll() is not None or time.time() > deadline:
-            logs = "\n".join(f"{f.name}: {f.read_text()[-1500:]}" for f in sorted(workdir.glob("*.log")))
+            logs = "\n".join(f"{f.name}: {f.read_text()[-1500:]}" for f in sorted(cluster.workdir.glob("*.log")))
             raise RuntimeError(f"the local cluster did not come up ({cmd[2:4]}):\n{logs}\n{ok.stderr[-1500:]}")
         time.sleep(2)

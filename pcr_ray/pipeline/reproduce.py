@@ -4,8 +4,8 @@ Runs one `pcr-ray` command (or benchmark script) per measurement, each in its ow
 whose output is already there (pcr_ray.pipeline.recipe), then reads their
 outputs and writes reproduction.md and reproduction.json into the run directory: for every claim the paper's
 number, ours, the sample size, a 95% Wilson interval where it is a proportion, and the command of the step
-that measured it. `scale=cpu` (the default) runs on one CPU machine (about an hour on 2 cores, the quick PRMs'
-training and the generator's fine-tune included); `scale=paper` is the GPU cluster's
+that measured it. `scale=cpu` (the default) runs on one CPU machine (60 minutes on 2 cores from an empty cache,
+the quick PRMs' training and the generator's fine-tune included); `scale=paper` is the GPU cluster's
 configuration (GSM8K + MATH-500, Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs).
 docs/reproduction.md explains each row.
 """
@@ -57,16 +57,14 @@ class Scale:
     bench_physics: int
     bench_gsm8k: int
     conditions: int
-    sft_physics: int
-    sft_gsm8k: int
+    sft_physics: int  # Table 1 on one backbone, generated physics only (docs/reproduction.md)
 
 
 SCALES: dict[str, Scale] = {
     "cpu": Scale("cpu", physics=40, gsm8k=20, scibench=30, ablation_physics=40, pair_physics=300, pair_gsm8k=300,
-                 bench_physics=300, bench_gsm8k=300, conditions=40, sft_physics=10, sft_gsm8k=0),
+                 bench_physics=300, bench_gsm8k=300, conditions=40, sft_physics=10),
     "paper": Scale("paper", physics=0, gsm8k=0, scibench=0, ablation_physics=0, pair_physics=3000,
-                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319, conditions=200, sft_physics=0,
-                   sft_gsm8k=0),
+                   pair_gsm8k=3000, bench_physics=1000, bench_gsm8k=1319, conditions=200, sft_physics=0),
 }
 # the CPU searches of the ablations: the demo's settings (typed enumerator, cap 24, beam 2, 5 steps, int8 PRM)
 CPU_SEARCH = ("generator=enumerator", "generator.cap=24", "search.beam_width=2", "search.max_steps=5",
@@ -128,12 +126,9 @@ def recipe(args: Options) -> list[RecipeStep]:
         steps.append(_evaluate("table", out, ["experiment=demo", "dataset.name=reproduce_table",
                                               _sources(table_sources), *methods, *_checkpoint(args, "csp")]))
         # the same table with one backbone: every method driven by the fine-tuned SmolLM2 (sft:tiny, docs/sft.md)
-        sft_sources = [_physics(_n(args, sc.sft_physics))]
-        if sc.sft_gsm8k:
-            sft_sources.append(f"{{name:gsm8k_test,limit:{_n(args, sc.sft_gsm8k)},sample:random,seed:0,optional:true}}")
         steps.append(_evaluate("table_sft", out, [
-            "experiment=one_backbone", "dataset.name=reproduce_table_sft", _sources(sft_sources),
-            *methods, *_checkpoint(args, "csp")]))
+            "experiment=one_backbone", "dataset.name=reproduce_table_sft",
+            _sources([_physics(_n(args, sc.sft_physics))]), *methods, *_checkpoint(args, "csp")]))
         abl = [_sources([_physics(_n(args, sc.ablation_physics))]), "dataset.name=physics"]
         for kind in ("csp", "random"):
             steps.append(_evaluate(f"csp_ablation_{kind}", out, [
@@ -494,7 +489,7 @@ USAGE = """usage: pcr-ray reproduce [key=value ...]
 
 """ + __doc__.split("\n\n")[1] + """
 
-e.g.  pcr-ray reproduce                                           # CPU scale, about an hour
+e.g.  pcr-ray reproduce                                           # CPU scale, 60 min on 2 cores
       pcr-ray reproduce dry_run=true                              # print the steps
       pcr-ray reproduce steps=[table,givens]                      # only these steps
       pcr-ray reproduce scale=paper out=/mnt/shared/repro         # the GPU cluster"""
