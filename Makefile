@@ -104,23 +104,28 @@ venv: $(STAMP)
 # .venv-vllm (about 4 GB, 4-6 minutes to install once) is built in the background as the main suite starts, and
 # its tests run as soon as it is ready, on one OpenMP thread, while the main suite goes on: the main suite keeps
 # the two cores busy less than half of its time. Their output (.vllm-tests.log, the build's in .venv-vllm.log) is
-# printed when both are done. VLLM_TESTS=0 leaves them out; PYTEST_ARGS go to the main suite. At the end
-# tests/budget.py prints the wall time against the suite's budget and the ten slowest tests of both suites
-# (docs/development.md, The test budget).
+# printed when both are done. VLLM_TESTS=0 leaves them out; PYTEST_ARGS go to the main suite. Before either suite
+# starts, tests/warm_cache.py builds the trained artifacts both share (the quick PRM, the model folders, sft:test;
+# at once when the per-user cache has them), so that no test's timeout pays for a build or waits on another's.
+# At the end tests/budget.py prints the wall time against the suite's budget and the ten slowest tests of both
+# suites (docs/development.md, The test budget).
 VLLM_TESTS ?= 1
 DURATIONS := .pytest-durations.jsonl
 VLLM_TEST_LOG := .vllm-tests.log
+WARM_DONE := .warm-cache-done
 test:
 	@start=$$(date +%s); rm -f $(DURATIONS); \
 	PCR_RAY_DURATIONS=$(CURDIR)/$(DURATIONS) $(MAKE) --no-print-directory test-suites; rc=$$?; \
 	$(PY) -m tests.budget $(DURATIONS) $$start; exit $$rc
 
 test-suites: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
-	@rm -f $(VLLM_TEST_LOG); \
+	@rm -f $(VLLM_TEST_LOG) $(WARM_DONE); \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  ( $(MAKE) --no-print-directory $(VLLM_STAMP) > $(VLLM_VENV).log 2>&1 && \
+	    until [ -f $(WARM_DONE) ]; do sleep 5; done && \
 	    $(MAKE) --no-print-directory test-vllm ) > $(VLLM_TEST_LOG) 2>&1 & vpid=$$!; fi; \
-	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS); wrc=$$?; touch $(WARM_DONE); \
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  wait $$vpid; vrc=$$?; echo; echo "== the real-vLLM tests (.venv-vllm)"; cat $(VLLM_TEST_LOG); \
 	  if [ ! -f $(VLLM_STAMP) ]; then tail -n 30 $(VLLM_VENV).log; \
@@ -143,4 +148,4 @@ docs: $(STAMP)
 	$(BIN)/pcr-ray primitives markdown=true > pcr_ray/core/primitives/PRIMITIVES.md
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache $(DURATIONS) $(VLLM_TEST_LOG)
+	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache $(DURATIONS) $(VLLM_TEST_LOG) $(WARM_DONE)

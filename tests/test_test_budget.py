@@ -1,0 +1,41 @@
+"""make test's own helpers: the cache warm-up before the suites (tests/warm_cache.py) and the budget report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests import budget, warm_cache
+
+
+def test_warm_cache_records_each_build_and_a_failure_does_not_stop_the_others(monkeypatch, tmp_path, capsys):
+    built: list[str] = []
+
+    def ok(name: str):
+        def build() -> Path:
+            built.append(name)
+            return tmp_path / name
+        return build
+
+    def broken() -> Path:
+        raise RuntimeError("no GGUF found")
+
+    monkeypatch.setattr(warm_cache, "ARTIFACTS", {"a": ok("a"), "broken": broken, "b": ok("b")})
+    durations = tmp_path / "d.jsonl"
+    assert warm_cache.warm(durations) == 1
+    assert built == ["a", "b"]
+    rows = [json.loads(line) for line in durations.read_text().splitlines()]
+    assert [r["test"] for r in rows] == ["warm-cache::a", "warm-cache::b"]
+    assert "broken failed: RuntimeError: no GGUF found" in capsys.readouterr().err
+    monkeypatch.setattr(warm_cache, "ARTIFACTS", {"a": ok("a")})
+    assert warm_cache.warm(None) == 0
+
+
+def test_the_budget_report_names_the_overrun_and_the_slowest(tmp_path):
+    durations = tmp_path / "d.jsonl"
+    durations.write_text("".join(json.dumps({"test": f"t{i}", "seconds": float(i)}) + "\n" for i in range(12)))
+    text = budget.report(durations, start=0.0, now=budget.FRESH_BUDGET_S + 120.0, top=3)
+    assert "over the fresh-machine budget by 2.0 min" in text
+    assert text.splitlines()[-3:] == ["      11.0 s  t11", "      10.0 s  t10", "       9.0 s  t9"]
+    assert "over" not in budget.report(durations, start=0.0, now=60.0)
+
