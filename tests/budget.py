@@ -1,5 +1,6 @@
 """The test suite's budget: `python -m tests.budget DURATIONS START` prints the wall time since START (epoch
-seconds) against the budget and the ten slowest tests recorded in DURATIONS (JSON lines, tests/conftest.py)."""
+seconds) against the budgets and the fifteen slowest tests and builds recorded in DURATIONS (JSON lines written by
+tests/conftest.py and tests/warm_cache.py). It never fails the run: time is measured, not asserted."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-FRESH_BUDGET_S = 35 * 60  # a fresh machine: set-up, both quick PRMs' training, both suites (docs/development.md)
-WARM_BUDGET_S = 20 * 60  # the per-user cache warm: nothing to train or convert
+FRESH_BUDGET_S = 25 * 60  # a fresh machine: set-up, the test artifacts' builds, both suites (docs/development.md)
+WARM_BUDGET_S = 12 * 60  # the per-user cache and the environments warm: nothing to build, train or convert
 
 
-def report(durations: Path, start: float, now: float | None = None, top: int = 10) -> str:
+def report(durations: Path, start: float, now: float | None = None, top: int = 15) -> str:
     """The budget lines: wall time, both budgets, and the `top` slowest tests."""
     wall = (time.time() if now is None else now) - start
     rows = [json.loads(line) for line in durations.read_text().splitlines() if line.strip()] \
@@ -22,7 +23,7 @@ def report(durations: Path, start: float, now: float | None = None, top: int = 1
              f"min with the cache warm; docs/development.md)"]
     if wall > FRESH_BUDGET_S:
         lines.append(f"warning: over the fresh-machine budget by {(wall - FRESH_BUDGET_S) / 60:.1f} min")
-    lines.append(f"the {min(top, len(rows))} slowest tests:")
+    lines.append(f"the {min(top, len(rows))} slowest tests and builds:")
     for r in sorted(rows, key=lambda r: -r["seconds"])[:top]:
         lines.append(f"  {r['seconds']:8.1f} s  {r['test']}")
     return "\n".join(lines)

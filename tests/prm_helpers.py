@@ -1,4 +1,5 @@
-"""Helpers for the PRM tests: small real pair sets from generated traces, and tiny backbones built from configs."""
+"""Helpers for the PRM tests: small real pair sets from generated traces, tiny backbones built from configs, and the
+test-size trained PRM."""
 
 from __future__ import annotations
 
@@ -7,6 +8,29 @@ from typing import Any
 
 from pcr_ray.negatives.pairs import PairConfig, pairs_from_problems
 from tests.trace_factory import random_trace
+
+# The test-size quick PRM: the quick recipe's code path (CSP pairs from generated physics gold traces, the
+# shared-context MiniLM, the listwise loss) on a few pairs, so it trains in well under a minute on 2 cores and is
+# cached per user like the quick one (pcr_ray.prm.checkpoints.ensure_checkpoint, keyed by this recipe). For the tests
+# that need *a* trained PRM of the shipped kind and whose assertions do not depend on how well it ranks; the quick
+# recipe's quality is a benchmark's business (benchmarks/bench_prm.py, bench_solve.py).
+SMALL_PRM_RECIPE: dict[str, Any] = {"budget_pairs": 96, "val_pairs": 16,
+                                    "sources": ({"name": "physics", "kwargs": {"n": 40, "seed": 7919}},)}
+
+
+def small_prm_checkpoint() -> Path:
+    """The test-size quick PRM's folder (trained on first use, cached per user)."""
+    from pcr_ray.prm.checkpoints import ensure_checkpoint  # heavy: torch
+
+    return ensure_checkpoint("csp", **SMALL_PRM_RECIPE)
+
+
+def small_prm_scorer(**kwargs: Any):
+    """A PRMScorer over the test-size PRM: ONNX Runtime int8, as the pipeline scores on a CPU."""
+    from pcr_ray.prm.scorer import PRMScorer  # heavy: torch
+
+    return PRMScorer.from_checkpoint(small_prm_checkpoint(), runtime="onnx", int8=True, **kwargs)
+
 
 TEXT = "Problem {i}: use the givens to compute the requested quantity step by step."
 

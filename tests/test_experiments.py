@@ -120,7 +120,16 @@ def tiny_prms(tmp_path_factory) -> dict[str, Path]:
 
 # shorter searches than the experiments' own (the point is that each builds and runs, not what it finds)
 CHEAP_SEARCH = ("search.max_steps=3", "search.max_backtracks=0", "search.beam_width=2", "generator.max_per_op=64")
-CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in sweep_points(e)
+
+
+def run_points(experiment: str) -> list[list[str]]:
+    """The sweep points that run end to end: the first and the last of a one-key sweep (the points between run the
+    same code with another value; every point composes and builds above), every point of the others."""
+    points = sweep_points(experiment)
+    return [points[0], points[-1]] if len(points) > 2 and all(len(p) == 1 for p in points) else points
+
+
+CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in run_points(e)
             if not needs_gpu(compose_config([f"experiment={e}", *p]))]
 
 

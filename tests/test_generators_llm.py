@@ -111,3 +111,29 @@ def test_llamacpp_outputs_are_schema_valid_json() -> None:
     res = ex.extract(CAR)
     assert all(isinstance(g, Given) for g in res.givens)
     assert gen.stats.calls == 3 and gen.stats.candidates == 5
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_the_half_size_model_keeps_the_first_half_of_the_layers(tmp_path) -> None:
+    """`tiny:smollm2-half` (generator=vllm_tiny_half, a model-size sweep's second point) is SmolLM2's folder cut to
+    its first half of decoder layers: half the layers in its config and its weights, the rest of the model kept."""
+    pytest.importorskip("gguf")
+    from safetensors import safe_open
+
+    from pcr_ray.generators.model_folder import ensure_tiny_model, truncate_layers
+
+    full = ensure_tiny_model()
+    half = truncate_layers(full, tmp_path / "half")
+    n_full = json.loads((full / "config.json").read_text())["num_hidden_layers"]
+    assert json.loads((half / "config.json").read_text())["num_hidden_layers"] == n_full // 2
+
+    def layers(folder):
+        with safe_open(str(folder / "model.safetensors"), "pt") as f:
+            keys = list(f.keys())
+        return {int(k.split(".layers.")[1].split(".")[0]) for k in keys if ".layers." in k}, {
+            k for k in keys if ".layers." not in k}
+
+    (full_layers, full_rest), (half_layers, half_rest) = layers(full), layers(half)
+    assert half_layers == set(range(n_full // 2)) and full_layers == set(range(n_full))
+    assert half_rest == full_rest  # embeddings, final norm (and head) kept

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pcr_ray.prm import kernels
@@ -20,30 +18,37 @@ def test_pick_keeps_int8_only_when_clearly_faster():
     assert slow.to_dict()["rates"] == {kernels.INT8_ROWS: 4.0, kernels.FP32: 100.0}
 
 
-def test_rates_alternate_and_give_up_on_a_far_slower_kernel():
-    calls = {"fast": 0, "slow": 0}
+class FakeClock:
+    """time.perf_counter for kernels.rates: each kernel's call advances it by that kernel's cost, nothing else does."""
 
-    def fast():
-        calls["fast"] += 1
-        time.sleep(0.001)
+    def __init__(self) -> None:
+        self.now = 0.0
 
-    def slow():
-        calls["slow"] += 1
-        time.sleep(0.05)
+    def perf_counter(self) -> float:
+        return self.now
 
-    r = kernels.rates({"fast": fast, "slow": slow}, 10, rounds=4)
-    assert calls == {"fast": 5, "slow": 1}  # slow: its warm-up alone (50x the other's)
-    assert r["fast"] > 10 * r["slow"] and 100 < r["slow"] * 0.05 * 20 < 400
-    even = {"a": 0, "b": 0}
-
-    def equal(name):  # 5 ms each: a scheduling hiccup of a loaded machine is small beside it
-        def run():
-            even[name] += 1
-            time.sleep(0.005)
+    def kernel(self, seconds: float, counter: dict[str, int], name: str):
+        def run() -> None:
+            counter[name] += 1
+            self.now += seconds
         return run
 
-    kernels.rates({"a": equal("a"), "b": equal("b")}, 1, rounds=3)
-    assert even == {"a": 4, "b": 4}
+
+def test_rates_alternate_and_give_up_on_a_far_slower_kernel(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(kernels, "time", clock)
+    calls = {"fast": 0, "slow": 0}
+    fns = {"fast": clock.kernel(0.001, calls, "fast"), "slow": clock.kernel(0.05, calls, "slow")}
+    r = kernels.rates(fns, 10, rounds=4)
+    assert calls == {"fast": 5, "slow": 1}  # slow: its warm-up alone (50x the other's, past GIVE_UP)
+    assert r == {"fast": pytest.approx(10 / 0.001), "slow": pytest.approx(10 / 0.05)}
+    even = {"a": 0, "b": 0}
+    r = kernels.rates({"a": clock.kernel(0.005, even, "a"), "b": clock.kernel(0.006, even, "b")}, 1, rounds=3)
+    assert even == {"a": 4, "b": 4}  # within GIVE_UP: both called each round, in turn
+    assert r == {"a": pytest.approx(200.0), "b": pytest.approx(1 / 0.006)}
+    long = {"a": 0, "b": 0}  # past `seconds` after the second round: no more rounds
+    kernels.rates({"a": clock.kernel(1.0, long, "a"), "b": clock.kernel(1.0, long, "b")}, 1, rounds=5, seconds=2.5)
+    assert long == {"a": 3, "b": 3}
 
 
 @pytest.fixture(scope="module")

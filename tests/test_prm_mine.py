@@ -23,16 +23,14 @@ from pcr_ray.negatives.mined import (
 from pcr_ray.negatives.pairs import PAIR_COLUMNS, split_of
 from pcr_ray.search import SearchProblem
 from pcr_ray.search.candidates import check_step_candidate, parse_candidate
+from tests.prm_helpers import small_prm_checkpoint, small_prm_scorer
 
 
 @pytest.fixture(scope="module")
 def prm():
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-    from pcr_ray.prm.scorer import PRMScorer
-
-    # ONNX Runtime int8, one pair per forward pass (the default): a score depends on the pair alone, as in fp32
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64,
-                                     max_length=160)
+    # the test-size PRM of the shipped kind; ONNX Runtime int8, one pair per forward pass (the default): a score
+    # depends on the pair alone, as in fp32
+    return small_prm_scorer(max_batch=64, max_length=160)
 
 
 def _rows(n: int, seed: int = 5) -> list[dict]:
@@ -136,7 +134,6 @@ def test_select_negatives_keeps_the_highest_scored_wrong_candidates() -> None:
     assert all(r["pos_step"] == st.pairs[0][1] and r["kind"] == MINED_ANSWER_TIMING for r in rows)
 
 
-@pytest.mark.quick_prm
 def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm) -> None:
     problems = _rows(6, seed=13)
     rows, status = mine_rows(problems, prm, MineConfig(per_problem=2))
@@ -153,7 +150,6 @@ def test_mine_rows_with_a_real_prm_is_deterministic_and_picks_its_top_scores(prm
         assert worst_chosen >= best_other - 1e-4
 
 
-@pytest.mark.quick_prm
 def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
     # answers before the end need 2+ steps; two problems whose earlier prefixes offer answers to mine, two without
     kept = {"collision_energy_loss", "lens_image_height", "recoil", "mixing_water"}
@@ -174,7 +170,6 @@ def test_early_positions_mine_answers_against_gold_steps(prm) -> None:
         MineConfig(positions="middle")
 
 
-@pytest.mark.quick_prm
 def test_steps_positions_mine_wrong_steps_against_gold_steps_at_every_earlier_prefix(prm) -> None:
     problems = [r for r in _rows(8, seed=23) if r["gold_steps"] >= 2]
     rows, _ = mine_rows(problems, prm, MineConfig(per_problem=3, positions="steps"))
@@ -204,17 +199,15 @@ def test_steps_positions_mine_wrong_steps_against_gold_steps_at_every_earlier_pr
 
 
 @pytest.mark.ray
-@pytest.mark.quick_prm
 def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_path, capsys) -> None:
     from pcr_ray.pipeline.mine_pairs import main
     from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
 
     pairs = tmp_path / "pairs"
     assert main([f"pairs_dir={pairs}", "sources=[{name: physics, kwargs: {n: 5, seed: 3}}]"]) == 1
     assert "run `pcr-ray make-pairs` first" in capsys.readouterr().err
     (pairs / "train").mkdir(parents=True)
-    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "per_problem=2",
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={small_prm_checkpoint()}", "per_problem=2",
                  "sources=[{name: physics, kwargs: {n: 30, seed: 3}}]", "limit_per_split={train: 6, test: 2}",
                  "splits=[train,test]", "batch_size=4"]) == 0
     summary = json.loads((pairs / f"{MINED_ANSWER_TIMING}_summary.json").read_text())
@@ -228,7 +221,7 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     ds = load_pairs_dataset(pairs, "train", default_kinds("csp"))
     assert ds.count() == len(train)
     # positions=steps writes its own file and kind, which train-prm reads beside the first
-    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "per_problem=2",
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={small_prm_checkpoint()}", "per_problem=2",
                  "sources=[{name: physics, kwargs: {n: 30, seed: 3}}]", "limit_per_split={train: 6}",
                  "splits=[train]", "positions=steps", "prefixes_per_problem=1", "use_ray=false"]) == 0
     steps = pd.read_parquet(pairs / "train" / f"{MINED_ALTERNATIVE_STEP}.parquet")
@@ -238,7 +231,7 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     assert MINED_ALTERNATIVE_STEP in default_kinds("csp")
     assert load_pairs_dataset(pairs, "train", default_kinds("csp")).count() == len(train) + len(steps)
     # through Ray with nothing to mine (one-step traces have no earlier prefix with an answer): an empty summary
-    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={ensure_checkpoint('csp')}", "positions=early",
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={small_prm_checkpoint()}", "positions=early",
                  "sources=[{name: physics, kwargs: {n: 3, seed: 12}}]", "limit_per_split={train: 2}",
                  "splits=[train]"]) == 0
     summary = json.loads((pairs / "mined_answer_timing_early_summary.json").read_text())

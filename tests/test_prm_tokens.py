@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pcr_ray.search.scoring import ScoreBatch
 from pcr_ray.search.usage import propose_counted, score_counted
 
@@ -64,12 +62,10 @@ def test_a_pair_model_counts_its_whole_sequence_cut_at_max_length() -> None:
     assert counts[1] == 128, "a long context is cut as scoring cuts it"
 
 
-@pytest.mark.quick_prm
 def test_a_shared_context_model_counts_each_context_once() -> None:
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-    from pcr_ray.prm.scorer import PRMScorer
+    from tests.prm_helpers import small_prm_scorer
 
-    scorer = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_length=160)
+    scorer = small_prm_scorer(max_length=160)
     assert scorer.shared
     alone = [scorer.token_counts([(CTX, s)])[0] for s in STEPS]
     together = scorer.token_counts([(CTX, s) for s in STEPS])

@@ -10,6 +10,7 @@ import pytest
 from pcr_ray.evaluate import compose_config, evaluate
 from pcr_ray.pipeline.scaling import check_scaling, pick, scaling_specs
 from tests.pipeline_util import read_metrics, read_rows
+from tests.prm_helpers import small_prm_checkpoint
 
 BUDGETS = (1, 4)
 WIDTH = 2
@@ -46,12 +47,12 @@ def scaling_run(ray_session, tmp_path_factory):
     return evaluate(compose_config([
         "experiment=scaling", "dataset.sources=[{name: physics, limit: 2, kwargs: {n: 2, seed: 5}}]",
         f"scaling.budgets=[{','.join(map(str, BUDGETS))}]", f"scaling.width={WIDTH}", "search.max_steps=3",
-        "generator.cap=12", "actors.prm.replicas=1", "pipeline.batch_size=2", f"run_dir={run}"]))
+        "generator.cap=12", "actors.prm.replicas=1", "pipeline.batch_size=2", f"run_dir={run}",
+        f"prm.checkpoint={small_prm_checkpoint()}"]))
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.quick_prm
 def test_two_budgets_end_to_end(scaling_run) -> None:
     rows, m = read_rows(scaling_run), read_metrics(scaling_run)
     labels = {r["method"] for r in rows}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
@@ -114,13 +113,10 @@ def test_vote_sums_scores_over_subtrees() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.quick_prm
-def test_dvts_with_the_enumerator_and_the_quick_prm() -> None:
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-    from pcr_ray.prm.scorer import PRMScorer
+def test_dvts_with_the_enumerator_and_a_trained_prm() -> None:
+    from tests.prm_helpers import small_prm_scorer
 
-    prm = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64,
-                                    max_length=160)
+    prm = small_prm_scorer(max_batch=64, max_length=160)
     ps = [p for p in generate_problems(120, seed=11) if p.gold_steps and p.gold_steps <= 2][:6]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in ps]
     gen = EnumeratorGenerator(cap=24)
@@ -135,11 +131,10 @@ def test_dvts_with_the_enumerator_and_the_quick_prm() -> None:
             assert v.ok and v.answer[0].value == pytest.approx(d.answer_value)
             assert d.score == max(s["score"] for s in d.samples)
         # two subtrees cost more PRM work than one greedy path, whose first step is one of DVTS's roots
-        assert d.n_prm_calls > g.n_prm_calls or d.stop_reason != "answered"
-    right = sum(r.answer_value is not None and math.isclose(r.answer_value, r.gold_value, rel_tol=1e-4)
-                for r in dvts)
-    greedy_right = sum(r.answer_value is not None and math.isclose(r.answer_value, r.gold_value, rel_tol=1e-4)
-                       for r in greedy)
-    # the greedy path is DVTS's best-scored subtree (same root ranking, same greedy steps), so DVTS finds at
-    # least as many answers unless another subtree's answer scores higher and is wrong
-    assert right >= greedy_right - 1, (right, greedy_right)
+        assert d.n_prm_calls > g.n_prm_calls
+        # the greedy path is DVTS's best-scored subtree (same root ranking, same greedy steps): its answer is one of
+        # DVTS's samples, with the same score, and DVTS returns a sample scored at least as high
+        if g.answer_value is not None:
+            assert any(s["value"] == pytest.approx(g.answer_value) and s["score"] == pytest.approx(g.score)
+                       for s in d.samples), (g.answer_value, g.score, d.samples)
+            assert d.score >= g.score - 1e-9

@@ -33,10 +33,9 @@ def engine(ray_session):  # noqa: ARG001
 
 @pytest.fixture(scope="module")
 def prm():
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-    from pcr_ray.prm.scorer import PRMScorer
+    from tests.prm_helpers import small_prm_scorer
 
-    return PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64)
+    return small_prm_scorer(max_batch=64)
 
 
 def test_fine_tuned_folder_runs_in_vllm_with_the_compact_prompt(engine) -> None:

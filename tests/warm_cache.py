@@ -1,10 +1,10 @@
-"""Build the trained artifacts both suites share before they start: `python -m tests.warm_cache [DURATIONS]`.
+"""Build the trained artifacts both suites share: `python -m tests.warm_cache [DURATIONS]`.
 
-On a fresh machine the quick CSP PRM (about 9 minutes on 2 cores), the SmolLM2 model folders and the tests'
-fine-tune `sft:test` (about 2 minutes) are made here, once, on both cores, instead of inside whichever test asks
-first, where the build counted against that test's timeout while the other suite waited on its lock. With the
-per-user cache warm each finds its folder and returns at once. Each build's seconds go to DURATIONS (the JSON
-lines tests/budget.py reads) as `warm-cache::<name>`.
+`make test` runs this in the background as the main suite starts. On a fresh machine it makes the test-size PRM
+(tests/prm_helpers.py), the SmolLM2 model folder and the tests' fine-tune `sft:test`, once, on both cores. Each is
+built under a file lock, so a test that needs one before it is ready waits for that build alone, and a test that asks
+first builds it itself; nothing is built twice. With the per-user cache warm each finds its folder and returns at
+once. Each build's seconds go to DURATIONS (the JSON lines tests/budget.py reads) as `warm-cache::<name>`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests import conftest  # noqa: F401 - the suites' environment: offline hub, the data folder beside the checkout
-
-
-def _quick_prm() -> Path:
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-
-    return ensure_checkpoint("csp")
+from tests.prm_helpers import small_prm_checkpoint
 
 
 def _sft_test() -> Path:
@@ -30,16 +25,9 @@ def _sft_test() -> Path:
     return Path(resolve_model("sft:test"))
 
 
-def _half_model() -> Path:
-    from pcr_ray.generators.model_folder import ensure_half_model
-
-    return ensure_half_model()
-
-
 ARTIFACTS: dict[str, Callable[[], Path]] = {
-    "quick CSP PRM": _quick_prm,
+    "test-size PRM": small_prm_checkpoint,
     "sft:test (with the SmolLM2 folder)": _sft_test,
-    "SmolLM2 cut to half its layers": _half_model,
 }
 
 
