@@ -163,7 +163,8 @@ def main(argv: list[str]) -> int:
     result["step_validity_s"] = round(time.perf_counter() - t0, 1)
 
     methods = args.methods.split(",") if args.methods else [str(m) for m in cfg["methods"]]
-    base_rows = [with_givens(p.to_dict()) for p in problems]
+    result["givens"] = givens = str(cfg["pipeline"]["givens"])  # gold: oracle givens
+    base_rows = [with_givens(p.to_dict(), givens) for p in problems]
     rows: list[dict] = []
     retries: Counter = Counter()
     timing = {}

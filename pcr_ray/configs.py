@@ -367,7 +367,9 @@ class PipelineConfig:
     # batches queued at each search worker (2: the next one is there when one ends; retry rounds use 1, so a batch
     # never dies again with a crashing neighbour)
     worker_tasks_in_flight: int = 2
-    givens: str = "auto"  # auto (gold trace's givens when present, else extracted) | gold | extract
+    # extract: givens and the asked unit from the problem text (pcr_ray.data.givens, what a user's data gets) |
+    # gold: the gold trace's givens and answer unit, an oracle ablation ("oracle givens" wherever it is shown)
+    givens: str = "extract"
     worker_max_restarts: int = 3  # a crashed search worker comes back this many times ...
     worker_max_task_retries: int = 3  # ... and its batch is retried
     problem_attempts: int = 2  # a problem whose search raises is retried alone this many times, then an error row

@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.evaluate import evaluate, shutdown_ray
-from pcr_ray.pipeline.metrics import error_table, markdown_table
+from pcr_ray.pipeline.metrics import GIVENS_NOTES, error_table, markdown_table
 from pcr_ray.pipeline.stats import paired_table
 
 
@@ -31,6 +31,7 @@ def run_demo(cfg: DictConfig) -> None:
     print()
     print(f"pcr_ray demo: {m['n_problems']} problems, {len(m['methods'])} methods, {time.time() - t0:.0f} s")
     print(f"grading: {m.get('grading', 'default')}")
+    print(f"givens: {GIVENS_NOTES.get(str(m.get('givens')), m.get('givens', '-'))}")
     print(markdown_table(m))
     print()
     print("Wrong answers by error type:")

@@ -30,13 +30,14 @@ from pcr_ray.configs import to_plain as _plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
-from pcr_ray.pipeline.metrics import compute_metrics, error_table, markdown_table
+from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table
 from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.pipeline.report import write_report
 from pcr_ray.pipeline.scaling import plot_scaling, scaling_curves, scaling_specs, scaling_table
 from pcr_ray.pipeline.stats import paired_table
 from pcr_ray.prm.build import checkpoint_path
+from pcr_ray.search.types import check_givens_mode
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
 
     cfg = check("evaluate", cfg)
     check_grading_mode(str(cfg.grading.mode))
+    check_givens_mode(str(cfg.pipeline.givens))
     t_start = time.time()
     out = resolve_run_dir(cfg, run_dir)
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
@@ -177,6 +179,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     rows = read_results(path).to_pylist()
     extra = {
         "run_dir": str(out), "dataset": str(cfg.dataset.name), "grading": GRADING_NOTES[str(cfg.grading.mode)],
+        "givens": str(pcfg["givens"]),  # gold: the oracle ablation (tables say "oracle givens", report a banner)
         "generator": str(cfg.generator.kind),
         "wall_s": round(time.time() - t_start, 2),
         "pipeline_s": round(stats.seconds, 2) if stats else 0.0,
@@ -215,6 +218,7 @@ main = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE, teardown=
 def _print_summary(out: Path) -> None:
     m = json.loads((out / "metrics.json").read_text())
     print(f"grading: {m.get('grading', 'default')}")
+    print(f"givens: {GIVENS_NOTES.get(str(m.get('givens')), m.get('givens', '-'))}")
     print(markdown_table(m))
     print()
     print(error_table(m))

@@ -182,3 +182,22 @@ def test_hydra_sweep_reuses_ray_and_summarize_merges_the_runs(ray_session, smoke
     # the two sweep points' verifier_only cells compared on the same problems
     md = (sweep / "summary.md").read_text()
     assert "## Paired comparisons" in md and md.count(":verifier_only vs ") == 1
+
+
+def test_the_givens_parsers_cost_is_one_sweep_extract_beside_oracle(ray_session, tmp_path):
+    """docs/pipeline.md's command at smoke size: each run records its givens mode, the gold run's report carries
+    the oracle banner, and summarize puts the two side by side with a paired comparison."""
+    from pcr_ray import evaluate as ev
+    from pcr_ray.pipeline.summarize import summarize
+
+    sweep = tmp_path / "givens_cost"
+    assert ev.main(["-m", "experiment=smoke", "methods=[verifier_only]", "pipeline.givens=extract,gold",
+                    f"hydra.sweep.dir={sweep}"]) == 0
+    runs = {read_metrics(p.parent)["givens"]: p.parent for p in sweep.rglob("metrics.json")}
+    assert set(runs) == {"extract", "gold"}
+    for givens, run in runs.items():
+        assert {r["givens_source"] for r in read_rows(run)} == {givens}
+        assert ('id="oracle-givens"' in (run / "report.html").read_text()) == (givens == "gold")
+    md = summarize(sweep)["md"].read_text()
+    assert "verifier_only (oracle givens)" in md and "extracted" in md
+    assert md.count(":verifier_only vs ") == 1 and "(oracle givens):verifier_only" in md

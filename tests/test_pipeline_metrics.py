@@ -201,3 +201,16 @@ def test_evaluate_checks_source_search_options_before_starting_ray(tmp_path):
     with pytest.raises(ValueError, match=r"search_source_overrides\.physics: unknown key 'beam'"):
         evaluate(compose_config(["experiment=smoke", "+search_source_overrides.physics.beam=3"]), run_dir=tmp_path)
     assert ray.is_initialized() == started
+
+
+def test_the_printed_tables_name_a_gold_givens_run_oracle():
+    from pcr_ray.pipeline.metrics import error_table
+
+    rows = [_row("p1", "nsprm", False, True, "short", error_type="unit"),
+            _row("p1", "greedy", True, True, "short")]
+    for givens, oracle in (("extract", False), ("gold", True), (None, False)):
+        m = compute_metrics(rows, ["nsprm", "greedy"], {} if givens is None else {"givens": givens})
+        assert m.get("givens") == givens
+        for table in (markdown_table(m), error_table(m)):
+            assert ("| nsprm (oracle givens) |" in table) == oracle
+            assert ("| nsprm |" in table) == (not oracle)

@@ -63,3 +63,17 @@ def test_the_trace_view_filters_by_error_type_by_method_and_by_disagreement():
     assert '<option value="formula_misuse">' in page and '<option value="no_answer">' in page
     assert '<select id="f-wrong"' in page and 'href="#wrong=greedy"' in page
     assert 'graded: <span class="meta">value 1 vs gold 7 (rel. error 0.857)</span>' in page  # why, per method
+
+
+def test_a_run_on_gold_givens_is_named_oracle_in_the_banner_and_the_tables():
+    rows = _rows()
+    page = {g: render_report(compute_metrics(rows, ["nsprm", "greedy"], {"givens": g}), rows)
+            for g in ("extract", "gold")}
+    assert 'id="oracle-givens"' in page["gold"] and 'id="oracle-givens"' not in page["extract"]
+    assert "oracle givens" not in page["extract"].lower()
+    for g, labels in (("extract", {"nsprm", "greedy"}), ("gold", {"nsprm (oracle givens)", "greedy (oracle givens)"})):
+        p = MetricsTableParser()
+        p.feed(page[g])
+        assert {r[0][2] for r in p.rows if r} == labels
+    assert '<a href="#wrong=nsprm">nsprm (oracle givens)</a>' in page["gold"]  # the link keeps the method's name
+    assert re.search(r'id="error-types".*<td>greedy \(oracle givens\)</td>', page["gold"], re.S)

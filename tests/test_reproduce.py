@@ -40,6 +40,7 @@ def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_p
         if "evaluate" not in argv:
             continue
         cfg = compose_config(argv[argv.index("evaluate") + 1:])
+        assert cfg.pipeline.givens == "extract", s.name  # no reproduced figure searches from oracle givens
         check_search_configs(parse_methods(list(cfg.methods)), dict(cfg.search))
         if s.name == "coverage_0.5":
             assert cfg.search.verifier_coverage == 0.5
@@ -103,3 +104,21 @@ def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path
     bad = subprocess.run([sys.executable, "-m", "pcr_ray.cli", "reproduce", f"out={run}", "steps=[tabel]"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown step(s) ['tabel']" in bad.stderr
+
+
+def test_a_row_of_a_step_run_on_gold_givens_is_labelled_oracle(tmp_path):
+    from pcr_ray.pipeline.metrics import compute_metrics
+
+    rows = [{"problem_id": f"p{i}", "method": m, "correct": i % 2 == 0, "answered": True, "horizon": "short",
+             "source": "physics"} for i in range(4) for m in ("nsprm", "prm_only")]
+    for step, givens in (("csp_ablation_csp", "gold"), ("csp_ablation_random", "extract")):
+        (tmp_path / step).mkdir()
+        (tmp_path / step / "metrics.json").write_text(json.dumps(compute_metrics(rows, None, {"givens": givens})))
+    args = reproduce.options(compose("reproduce", [f"out={tmp_path}"]))
+    result = reproduce.report(tmp_path, reproduce.recipe(args), args)
+    rows = {r["step"]: r for c in result["claims"] for r in c["rows"] if r["label"].startswith("search Acc@1")}
+    assert rows["csp_ablation_csp"]["label"].endswith("(oracle givens)")
+    assert "oracle" not in rows["csp_ablation_random"]["label"]
+    assert result["steps"]["csp_ablation_csp"]["givens"] == "gold" and result["steps"]["table"]["givens"] is None
+    md = (tmp_path / "reproduction.md").read_text()
+    assert "negatives (oracle givens) |" in md and "**csp_ablation_csp** (done, oracle givens)" in md

@@ -1,7 +1,9 @@
 """Acc@1 of nsprm, prm_only, verifier_only and greedy side by side, with the enumerator and the MiniLM PRM on CPU.
 
-Generated physics problems (gold givens, up to --max-gold-steps steps) and a GSM8K test sample (problems whose
-calculator annotations convert to a gold trace; gold givens). The four methods share one generator: the
+Generated physics problems (up to --max-gold-steps steps) and a GSM8K test sample (problems whose calculator
+annotations convert to a gold trace), searched from the givens extracted from the text (--givens extract) or from
+the gold trace's givens and answer unit (--givens gold: oracle givens; the summary's `givens` and every method's
+printed line say so). The four methods share one generator: the
 type-blind enumerator, so that nsprm and prm_only differ by the verifier filter alone; the verifier-filtered
 methods with the typed enumerator (an optimisation: constraints applied while enumerating) get their own rows. Reports
 candidate counts and the PRM calls the verifier saved (prm_only's PRM forward passes minus nsprm's).
@@ -15,10 +17,11 @@ with PCR_RAY_BENCH_RESULTS=1 it also writes benchmarks/results/NAME.json.
 
     python -m pcr_ray.bench.search_methods [--physics 30] [--gsm8k 20] [--beam 2] \
         [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
-        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--oracle]
+        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--givens extract|gold] [--oracle]
 
 --oracle puts the gold-path oracle in the NS-PRM's place (it scores by the gold trace): the ceiling of the
-search settings, what a perfect PRM along the gold path would solve.
+search settings, what a perfect PRM along the gold path would solve. It knows a problem by its context with the
+gold givens, so it needs --givens gold.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pcr_ray.data.physics import generate_problems
 from pcr_ray.data.readers import load_dataset
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.grading import grade_problem
+from pcr_ray.pipeline.metrics import ORACLE_GIVENS
 from pcr_ray.prm.checkpoints import ensure_checkpoint
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
 from pcr_ray.search.gold_oracle import GoldPathScorer
@@ -49,13 +53,13 @@ def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     phys = [p for p in generate_problems(600, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     if args.physics:
-        out["physics"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in phys[: args.physics]]
+        out["physics"] = [(p, SearchProblem.from_problem(p, givens=args.givens)) for p in phys[: args.physics]]
     if args.gsm8k:
         try:
             gsm = [p for p in load_dataset("gsm8k_test", limit=4 * args.gsm8k + 200) if p.gold_trace]
 
             random.Random(args.seed).shuffle(gsm)
-            out["gsm8k"] = [(p, SearchProblem.from_problem(p, givens="gold")) for p in gsm[: args.gsm8k]]
+            out["gsm8k"] = [(p, SearchProblem.from_problem(p, givens=args.givens)) for p in gsm[: args.gsm8k]]
         except Exception as exc:  # noqa: BLE001
             print(f"(no GSM8K sample: {exc})")
     return out
@@ -131,6 +135,9 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     ap.add_argument("--max-length", type=int, default=None,
                     help="PRM tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
+    ap.add_argument("--givens", default="extract", choices=["extract", "gold"],
+                    help="where the search's givens and asked unit come from: the problem text, or the gold trace "
+                         "(an oracle ablation: labelled 'oracle givens')")
     ap.add_argument("--oracle", action="store_true",
                     help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search."
                          "gold_oracle): the ceiling of these search settings; prm_only keeps its PRM")
@@ -138,6 +145,8 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     ap.add_argument("--out", default=None, help="a run folder: also write the summary to OUT/NAME.json "
                     "(pcr-ray listwise-rounds' last step)")
     args = ap.parse_args(argv)
+    if args.oracle and args.givens != "gold":
+        ap.error("--oracle scores by the gold path, whose contexts carry the gold givens: add --givens gold")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
 
@@ -162,7 +171,7 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     out: dict[str, Any] = {"machine": machine_info(), "checkpoint": "gold_path_oracle" if args.oracle else str(ck),
                            "baseline_checkpoint": str(bk) if bk is not None else None,
                            "prm_identity": scorer.identity if scorer is not None else {"kind": "gold_path_oracle"},
-                           "args": vars(args), "datasets": {}}
+                           "givens": args.givens, "args": vars(args), "datasets": {}}
     records = []
     for dataset, items in _problems(args).items():
         golds = [g for g, _ in items]
@@ -187,7 +196,8 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
             summ["generator"] = gens[gkey].identity
             res[label] = summ
             records += [{"dataset": dataset, **r.to_record(), "method": label} for r in rows]
-            print(f"{dataset:8s} {label:26s} acc {summ['acc']:.3f}  answered {summ['answered']:.2f}  candidates "
+            shown = label + (f" ({ORACLE_GIVENS})" if args.givens == "gold" else "")
+            print(f"{dataset:8s} {shown:26s} acc {summ['acc']:.3f}  answered {summ['answered']:.2f}  candidates "
                   f"{summ['candidates']:7d}  verified {summ['verified']:6d}  PRM fwd {summ['prm_forward']:6d}  "
                   f"{summ['s_per_problem']:.2f} s/problem", flush=True)
         if "nsprm" in res and "prm_only" in res:

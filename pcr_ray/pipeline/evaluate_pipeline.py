@@ -147,7 +147,7 @@ def work_items(problems: Iterable[Any], specs: Sequence[MethodSpec], done: set[t
 
 # ---------------------------------------------------------------- stage 1: extract givens (CPU task)
 
-def extract_givens(batch: pd.DataFrame, givens_mode: str = "auto") -> pd.DataFrame:
+def extract_givens(batch: pd.DataFrame, givens_mode: str) -> pd.DataFrame:
     """Adds sp_givens (JSON list), sp_target_unit, givens_source and extract_error to each row (with_givens)."""
     if batch.empty:
         return batch.assign(sp_givens=[], sp_target_unit=[], givens_source=[], extract_error=[])

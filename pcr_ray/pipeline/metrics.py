@@ -277,19 +277,38 @@ def _num(x: float | None, nd: int = 1) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+ORACLE_GIVENS = "oracle givens"  # how every table and report names a run on the gold trace's givens
+# how each givens mode (metrics.json `givens`) is described in the CLI summary and the report
+GIVENS_NOTES = {"extract": "extract (the givens and the asked unit read from the problem text)",
+                "gold": "gold: ORACLE GIVENS (the gold trace's givens and answer unit, picked with the answer key: an "
+                        "ablation, not what a run on your own data gets)"}
+
+
+def oracle_givens(metrics: Mapping[str, Any]) -> bool:
+    """Whether a run's metrics were measured on the gold trace's givens (metrics.json `givens: gold`)."""
+    return metrics.get("givens") == "gold"
+
+
+def method_label(method: str, metrics: Mapping[str, Any]) -> str:
+    """A method's name as the tables show it: with "(oracle givens)" when the run used the gold trace's givens."""
+    return f"{method} ({ORACLE_GIVENS})" if oracle_givens(metrics) else method
+
+
 TABLE_COLUMNS = ("method", "n", "Acc@1 %", "95% CI", "answered %", "silent %", "silent long %", "silent short %",
                  "top error", "cand/problem", "PRM calls/problem", "s/problem")
 
 
 def table_rows(metrics: Mapping[str, Any]) -> list[list[str]]:
-    """The metrics table as strings, one row per method, columns TABLE_COLUMNS (report, README, CLI)."""
+    """The metrics table as strings, one row per method, columns TABLE_COLUMNS (report, README, CLI); a run on
+    gold givens names its methods "(oracle givens)"."""
     rows = []
     for m, d in metrics["methods"].items():
         errs = {k: v for k, v in d["error_types"].items() if v}
         top = max(errs.items(), key=lambda kv: kv[1]) if errs else None
         lo, hi = d["acc_ci95"]
         rows.append([
-            m, str(d["n"]), _pct(d["acc"]), f"{100 * lo:.0f}-{100 * hi:.0f}", _pct(d["answer_rate"]),
+            method_label(m, metrics), str(d["n"]), _pct(d["acc"]), f"{100 * lo:.0f}-{100 * hi:.0f}",
+            _pct(d["answer_rate"]),
             _pct(d["silent_failure_rate"]), _pct(d["silent_failure_rate_long"]), _pct(d["silent_failure_rate_short"]),
             f"{top[0]} ({top[1]})" if top else "-", _num(d["mean_candidates"]), _num(d["mean_prm_calls"]),
             _num(d["mean_time_s"], 2),
@@ -311,5 +330,6 @@ def error_table(metrics: Mapping[str, Any]) -> str:
         return "(no wrong answers)"
     lines = ["| method | " + " | ".join(types) + " |", "|" + "---|" * (len(types) + 1)]
     for m, d in metrics["methods"].items():
-        lines.append(f"| {m} | " + " | ".join(str(d["error_types"].get(t, 0)) for t in types) + " |")
+        lines.append(f"| {method_label(m, metrics)} | " + " | ".join(str(d["error_types"].get(t, 0)) for t in types)
+                     + " |")
     return "\n".join(lines)

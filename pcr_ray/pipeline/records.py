@@ -44,9 +44,10 @@ def problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
     return {k: clean_value(row.get(k)) for k in PROBLEM_KEYS}
 
 
-def with_givens(row: Mapping[str, Any], givens_mode: str = "auto") -> dict[str, Any]:
-    """The work item with its givens extracted: sp_givens (JSON), sp_target_unit, givens_source and
-    extract_error (empty, or why extraction failed; the row is then recorded as an error, not searched)."""
+def with_givens(row: Mapping[str, Any], givens_mode: str) -> dict[str, Any]:
+    """The work item with its givens extracted (`pipeline.givens`: extract, or gold: the oracle ablation):
+    sp_givens (JSON), sp_target_unit, givens_source and extract_error (empty, or why extraction failed; the row
+    is then recorded as an error, not searched)."""
     out = dict(row)
     try:
         sp = SearchProblem.from_problem(problem_dict(row), givens=givens_mode)

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pcr_ray.pipeline.metrics import ERROR_TYPES, TABLE_COLUMNS, table_rows
+from pcr_ray.pipeline.metrics import (
+    ERROR_TYPES,
+    GIVENS_NOTES,
+    ORACLE_GIVENS,
+    TABLE_COLUMNS,
+    method_label,
+    oracle_givens,
+    table_rows,
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -25,6 +33,7 @@ summary{cursor:pointer;font-size:13px}.ok{color:#187a2f}.bad{color:#b3261e}.warn
 .q{white-space:pre-wrap;background:#fafafa;padding:6px;font-size:13px}
 .steps td{text-align:left;font-family:ui-monospace,monospace;font-size:12px}
 .meta{color:#666;font-size:12px}code{font-size:12px}
+.banner{background:#fff4e5;border:2px solid #a05a00;border-radius:4px;padding:8px 12px;margin:8px 0}
 """
 
 
@@ -163,8 +172,7 @@ def metrics_table_html(metrics: Mapping[str, Any], table_id: str = "metrics") ->
                 "cand/problem": "mean_candidates", "PRM calls/problem": "mean_prm_calls", "s/problem": "mean_time_s"}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in TABLE_COLUMNS)
     body = []
-    for row in table_rows(metrics):
-        m = row[0]
+    for m, row in zip(metrics["methods"], table_rows(metrics), strict=True):
         cells = []
         for col, text in zip(TABLE_COLUMNS, row, strict=True):
             key = raw_keys.get(col)
@@ -243,6 +251,8 @@ def traces_html(rows: Sequence[Mapping[str, Any]], methods: Sequence[str], max_p
         wrong = [str(r["method"]) for r in rs if not r.get("correct")]
         disagree = len({bool(r.get("correct")) for r in rs}) > 1
         givens = _loads(r0.get("givens_json"), []) or []
+        source = str(r0.get("givens_source") or "extracted")
+        source = f"gold trace: {ORACLE_GIVENS}" if source == "gold" else source
         given_text = "; ".join(f"{g.get('name')} = {g.get('value')} {g.get('unit', '')}".strip()
                                for g in givens if isinstance(g, dict)) or "(none extracted)"
         out.append(
@@ -251,7 +261,7 @@ def traces_html(rows: Sequence[Mapping[str, Any]], methods: Sequence[str], max_p
             f'<summary><code>{html.escape(pid)}</code> '
             f'[{html.escape(str(r0.get("horizon")))}] gold <code>{gold}</code> {marks}</summary>'
             f'<div class="q">{html.escape(str(r0.get("question") or ""))}</div>'
-            f'<div class="meta">givens ({html.escape(str(r0.get("givens_source") or "extracted"))}): '
+            f'<div class="meta">givens ({html.escape(source)}): '
             f"{html.escape(given_text)}</div>"
             + "".join(trace_block(r) for r in rs) + "</details>")
     more = len(by_pid) - max_problems
@@ -328,18 +338,27 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     imgs = "".join(f'<img alt="{html.escape(t)}" title="{html.escape(t)}" src="data:image/png;base64,{b}">'
                    for t, b in plots)
     info = {k: v for k, v in metrics.items() if k != "methods" and not isinstance(v, (dict, list))}
+    if "givens" in info:
+        info["givens"] = GIVENS_NOTES.get(str(info["givens"]), info["givens"])
     info_html = " &middot; ".join(f"{html.escape(str(k))}: <b>{html.escape(str(v))}</b>" for k, v in info.items())
     err_types = [t for t in ERROR_TYPES if any(metrics["methods"][m]["error_types"].get(t) for m in methods)]
     err_rows = "".join(
-        f"<tr><td>{html.escape(m)}</td>" + "".join(f"<td>{metrics['methods'][m]['error_types'].get(t, 0)}</td>"
-                                                   for t in err_types) + "</tr>" for m in methods)
+        f"<tr><td>{html.escape(method_label(m, metrics))}</td>"
+        + "".join(f"<td>{metrics['methods'][m]['error_types'].get(t, 0)}</td>" for t in err_types) + "</tr>"
+        for m in methods)
     err_html = (f'<table id="error-types"><tr><th>method</th>{"".join(f"<th>{t}</th>" for t in err_types)}</tr>'
                 f"{err_rows}</table>") if err_types else "<p>No wrong answers.</p>"
+    banner = (f'<div id="oracle-givens" class="banner"><b>{ORACLE_GIVENS.capitalize()}.</b> Every method of this '
+              f"run started from the gold trace's givens and its answer unit (<code>pipeline.givens=gold</code>), "
+              f"which the trace's author picked with the answer key in hand: distractors removed, the asked unit "
+              f"given. These numbers are an oracle ablation, not what a run on a problem's text alone (your own "
+              f"data; <code>pipeline.givens=extract</code>, the default) measures.</div>"
+              if oracle_givens(metrics) else "")
     cfg = (f"<h2>Config</h2><details><summary>composed config</summary><pre>{html.escape(config_yaml)}</pre></details>"
            if config_yaml else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{CSS}</style></head>
-<body><h1>{html.escape(title)}</h1><p class="meta">{info_html}</p>
+<body><h1>{html.escape(title)}</h1>{banner}<p class="meta">{info_html}</p>
 <h2>Metrics</h2>{metrics_table_html(metrics)}
 <p class="meta">Acc@1 with a 95% Wilson interval. Silent failure: a wrong answer returned with no error signal
 (long horizon: gold trace of {metrics.get("horizon_threshold", 5)}+ steps). Counts are per problem.</p>

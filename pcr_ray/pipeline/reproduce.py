@@ -7,7 +7,8 @@ number, ours, the sample size, a 95% Wilson interval where it is a proportion, a
 that measured it. `scale=cpu` (the default) runs on one CPU machine (60 minutes on 2 cores from an empty cache,
 the quick PRMs' training and the generator's fine-tune included); `scale=paper` is the GPU cluster's
 configuration (GSM8K + MATH-500, Qwen2.5-Math-7B-Instruct through vLLM, beam 8, DeBERTa-v3-base PRMs).
-docs/reproduction.md explains each row.
+docs/reproduction.md explains each row. Every search runs on the givens extracted from the problem text (the
+default `pipeline.givens`); a row measured by a step whose run used the gold trace's givens says "(oracle givens)".
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import ConfigError, to_plain
 from pcr_ray.negatives.csp import CSP_KINDS
 from pcr_ray.paths import cache_dir, runs_dir
-from pcr_ray.pipeline.metrics import ignored_conditions
+from pcr_ray.pipeline.metrics import ORACLE_GIVENS, ignored_conditions
 from pcr_ray.pipeline.recipe import RecipeStep, run_recipe
 from pcr_ray.pipeline.stats import wilson
 
@@ -419,6 +420,21 @@ def first_error_claims(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def step_givens(out: Path, step: str) -> str | None:
+    """The givens mode of an evaluate step's run (its metrics.json `givens`: extract, or gold: oracle givens);
+    None for a step that wrote no metrics.json (a benchmark, or not run)."""
+    m = _load(out / step / "metrics.json")
+    return None if m is None else m.get("givens")
+
+
+def label_oracle(claims: Sequence[Mapping[str, Any]], givens: Mapping[str, str | None]) -> None:
+    """Append " (oracle givens)" to the label of every row whose step ran on the gold trace's givens (in place)."""
+    for c in claims:
+        for r in c["rows"]:
+            if givens.get(r["step"]) == "gold" and ORACLE_GIVENS not in r["label"]:
+                r["label"] += f" ({ORACLE_GIVENS})"
+
+
 def provenance() -> dict[str, Any]:
     """The machine (platform, CPUs, CPU model) and the git revision of the code writing the report."""
     return {"machine": machine_info(), "git_revision": git_revision()}
@@ -440,8 +456,10 @@ def report(out: Path, steps: Sequence[RecipeStep], args: Options, argv: Sequence
         {"claim": "givens parser captures the full initial state", "rows": givens_claims(out)},
         {"claim": "beyond the paper: first-error benchmark on unit-bearing traces", "rows": first_error_claims(out)},
     ]
-    commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists()}
-                for s in steps}
+    givens = {s.name: step_givens(out, s.name) for s in steps}
+    label_oracle(claims, givens)
+    commands = {s.name: {"command": s.shell(), "output": str(s.done_when), "done": s.done_when.exists(),
+                         "givens": givens[s.name]} for s in steps}
     result = {"scale": args.scale, "run_dir": str(out), "written": time.strftime("%Y-%m-%d %H:%M:%S"),
               "command": shlex.join(["pcr-ray", "reproduce", *argv]),
               **provenance(), "steps": commands,
@@ -469,8 +487,10 @@ def markdown(result: Mapping[str, Any]) -> str:
                  f"({m.get('cpu_model') or m.get('platform', '?')}).")
     lines = [f"# Reproduction ({result['scale']} scale)", "",
              f"`{result['command']}`, written {result['written']}.{where}",
-             "Percentages unless marked; 95% CI: Wilson interval of a proportion. docs/reproduction.md explains "
-             "each row.", "", "| claim | measurement | paper | ours | n | 95% CI | how | step |",
+             "Percentages unless marked; 95% CI: Wilson interval of a proportion. Searches start from the givens "
+             f"extracted from the problem text; a row marked ({ORACLE_GIVENS}) was measured on the gold trace's "
+             "givens. docs/reproduction.md explains each row.", "",
+             "| claim | measurement | paper | ours | n | 95% CI | how | step |",
              "|---|---|---|---|---|---|---|---|"]
     for c in result["claims"]:
         for i, r in enumerate(c["rows"]):
@@ -479,7 +499,8 @@ def markdown(result: Mapping[str, Any]) -> str:
                          f"{r['n'] if r['n'] is not None else ''} | {ci} | {r['how']} | {r['step']} |")
     lines += ["", "## Steps", ""]
     for name, s in result["steps"].items():
-        lines += [f"- **{name}** ({'done' if s['done'] else 'not done'}): `{s['command']}`"]
+        oracle = f", {ORACLE_GIVENS}" if s.get("givens") == "gold" else ""
+        lines += [f"- **{name}** ({'done' if s['done'] else 'not done'}{oracle}): `{s['command']}`"]
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 Each run folder holds metrics.json and .hydra/overrides.yaml; the overrides that differ between runs are the
 sweep axes. Writes summary.csv, summary.md, summary.json and summary.html (with the accuracy-vs-axis plot,
-beam width preferred) into the multirun folder.
+beam width preferred) into the multirun folder. Every row carries its run's givens mode (metrics.json `givens`);
+the tables and plots name a run on the gold trace's givens "oracle givens".
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import yaml
 from omegaconf import DictConfig
 
 from pcr_ray.commands.hydra_app import hydra_command
+from pcr_ray.pipeline.metrics import ORACLE_GIVENS
 from pcr_ray.pipeline.report import plot_sweep, plot_sweep_bars
 from pcr_ray.pipeline.stats import paired_comparisons, paired_table
 
+GIVENS_AXIS = "pipeline.givens"  # a sweep over it: the givens parser's cost, extract against oracle givens
 PREFERRED_X = ("search.beam_width", "search.verifier_coverage", "search.threshold", "search.k")
 
 
@@ -60,7 +63,8 @@ def collect(multirun_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     for r in runs:
         m = json.loads((r / "metrics.json").read_text())
         for method, d in m.get("methods", {}).items():
-            row: dict[str, Any] = {"run": str(r.relative_to(root)) if r != root else ".", "method": method}
+            row: dict[str, Any] = {"run": str(r.relative_to(root)) if r != root else ".", "method": method,
+                                   "givens": m.get("givens")}  # extract | gold (oracle) | None: not recorded
             for k in axes:
                 row[k] = _num(ovs[r].get(k))
             row.update({
@@ -75,6 +79,20 @@ def collect(multirun_dir: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, axes
 
 
+def _givens_shown(mode: Any) -> str:
+    """A run's givens mode as the tables show it: "oracle givens" for gold, "extracted" for extract."""
+    return {"gold": ORACLE_GIVENS, "extract": "extracted"}.get(str(mode), "-" if mode is None else str(mode))
+
+
+def _labelled(r: dict[str, Any], key: str) -> str:
+    """A row's value of `key` as the tables and plots show it (the method of an oracle-givens run says so)."""
+    if key in ("givens", GIVENS_AXIS):
+        return _givens_shown(r.get(key))
+    if key == "method" and r.get("givens") == "gold":
+        return f"{r['method']} ({ORACLE_GIVENS})"
+    return _fmt(r.get(key))
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -85,11 +103,11 @@ def _fmt(v: Any) -> str:
 
 def to_markdown(rows: Sequence[dict[str, Any]], axes: Sequence[str]) -> str:
     """The merged table in markdown."""
-    cols = list(axes) + ["method", "n", "acc", "acc_lo", "acc_hi", "silent_failure_rate", "silent_failure_rate_long",
-                         "silent_failure_rate_short", "mean_candidates", "mean_prm_calls"]
+    cols = list(axes) + ["method", "givens", "n", "acc", "acc_lo", "acc_hi", "silent_failure_rate",
+                         "silent_failure_rate_long", "silent_failure_rate_short", "mean_candidates", "mean_prm_calls"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in sorted(rows, key=lambda r: tuple(str(r.get(a)) for a in axes) + (r["method"],)):
-        lines.append("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
+        lines.append("| " + " | ".join(_labelled(r, c) for c in cols) + " |")
     return "\n".join(lines)
 
 
@@ -101,6 +119,9 @@ def paired_across_runs(root: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for r in sorted({p.parent for p in root.rglob("results.parquet")}):
         run = str(r.relative_to(root)) if r != root else "."
+        metrics = r / "metrics.json"
+        if metrics.exists() and json.loads(metrics.read_text()).get("givens") == "gold":
+            run += f" ({ORACLE_GIVENS})"
         for row in pq.read_table(r / "results.parquet", columns=["problem_id", "method", "correct"]).to_pylist():
             rows.append({**row, "method": f"{run}:{row['method']}"})
     cells = list(dict.fromkeys(r["method"] for r in rows))
@@ -138,7 +159,7 @@ def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, P
     img = ""
     if x is not None:
         others = [a for a in axes if a != x]
-        pts = [{x: r[x], "method": r["method"], "acc": r["acc"],
+        pts = [{x: r[x], "method": _labelled(r, "method"), "acc": r["acc"],
                 "series": ",".join(f"{a.split('.')[-1]}={r.get(a)}" for a in others)} for r in rows]
         b64 = plot_sweep(pts, x, f"Accuracy vs {x}")
         (root / "summary.png").write_bytes(base64.b64decode(b64))
@@ -146,12 +167,15 @@ def summarize(multirun_dir: str | Path, x_key: str | None = None) -> dict[str, P
         img = f'<img alt="accuracy vs {html.escape(x)}" src="data:image/png;base64,{b64}">'
     elif axes:  # only categorical axes (e.g. prm=minilm_csp,minilm_random): grouped bars over the first
         key = axes[0]
-        pts = [{key: r[key], "method": r["method"], "acc": r["acc"]} for r in rows]
+        by_givens = key == GIVENS_AXIS  # the bars' labels say which is the oracle
+        pts = [{key: _labelled(r, key) if by_givens else r[key],
+                "method": r["method"] if by_givens else _labelled(r, "method"), "acc": r["acc"]} for r in rows]
         b64 = plot_sweep_bars(pts, key, f"Accuracy by {key}")
         (root / "summary.png").write_bytes(base64.b64decode(b64))
         out["png"] = root / "summary.png"
         img = f'<img alt="accuracy by {html.escape(key)}" src="data:image/png;base64,{b64}">'
-    table = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
+    table = "".join("<tr>" + "".join(f"<td>{html.escape(_labelled(r, c))}</td>" for c in cols) + "</tr>"
+                    for r in rows)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     (root / "summary.html").write_text(
         f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>sweep summary</title><style>'

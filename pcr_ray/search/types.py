@@ -110,6 +110,19 @@ def aggregate(scores: Sequence[float], how: str) -> float:
     raise ValueError(f"unknown aggregate {how!r}")
 
 
+# where a search's givens and target unit come from: the problem text (what a user's run has), or the gold trace
+# (an oracle ablation: every table, metrics.json and report that shows its numbers says "oracle givens")
+GIVENS_MODES = ("extract", "gold")
+
+
+def check_givens_mode(mode: str) -> str:
+    """`mode` when it is one of GIVENS_MODES; else a ValueError naming them."""
+    if mode not in GIVENS_MODES:
+        raise ValueError(f"givens (pipeline.givens) must be extract (from the problem text) or gold (the gold "
+                         f"trace's: an oracle ablation), got {mode!r}")
+    return mode
+
+
 @dataclass(frozen=True)
 class SearchProblem:
     """What the search needs of a problem: text, givens, the asked unit ('' if unknown) and the gold answer."""
@@ -122,28 +135,31 @@ class SearchProblem:
     gold_unit: str = ""
     source: str = ""
     gold_steps: int | None = None
-    givens_source: str = "gold"
+    givens_source: str = ""  # extract | llm | gold (from_problem) | the extractor kind (solve)
 
     def __post_init__(self) -> None:
         if not isinstance(self.givens, tuple):
             object.__setattr__(self, "givens", tuple(self.givens))
 
     @classmethod
-    def from_problem(cls, problem: Any, *, givens: str = "auto", extractor: Any = None) -> SearchProblem:
-        """From a pcr_ray.data Problem (or its dict). givens: 'gold' | 'extract' | 'auto' (gold when present).
+    def from_problem(cls, problem: Any, *, givens: str = "extract", extractor: Any = None) -> SearchProblem:
+        """From a pcr_ray.data Problem (or its dict). givens: 'extract' | 'gold' (the oracle ablation).
 
-        With gold givens the target unit is the gold trace's answer unit (the trace declares what is asked);
-        with extracted givens it is the extractor's target (its unit, or the SI unit of the implied dimension).
+        'extract': the givens and the target unit come from the problem text through `extractor` (default: the
+        rule-based pcr_ray.data.givens); the gold trace is not read. 'gold': both come from the gold trace (its
+        givens and its answer unit), which the trace's author picked with the answer key in hand: an oracle.
         """
+        check_givens_mode(givens)
         if isinstance(problem, Mapping):
-            problem = Problem.from_dict(dict(problem))
-        if givens not in ("gold", "extract", "auto"):
-            raise ValueError(f"givens must be gold, extract or auto, got {givens!r}")
-        trace = problem.gold_trace
-        use_gold = givens == "gold" or (givens == "auto" and trace is not None and trace.get("givens"))
-        if use_gold:
-            if trace is None:
-                raise ValueError(f"problem {problem.id} has no gold trace to take givens from")
+            row = dict(problem)
+            if givens == "extract":
+                row.pop("gold_trace", None)  # never parsed, never read: what a user's data without one gives
+            problem = Problem.from_dict(row)
+        if givens == "gold":
+            trace = problem.gold_trace
+            if not trace:
+                raise ValueError(f"problem {problem.id} has no gold trace to take givens from: "
+                                 f"use givens='extract'")
             gv = tuple(Given(g["name"], float(g["value"]), g.get("unit") or "dimensionless",
                              public_desc(g.get("desc", ""))) for g in trace.get("givens", []))
             answer = trace.get("answer") or []
