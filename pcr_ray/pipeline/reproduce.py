@@ -93,8 +93,9 @@ def _sources(items: Sequence[str]) -> str:
 
 
 def _physics(n: int, seed: int = 0, mix: str = "") -> str:
+    """A physics source for an evaluation: the held-out templates (no learned part trained on them)."""
     extra = f",mix:{mix}" if mix else ""
-    return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}{extra}}}}}"
+    return f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed}{extra},split:heldout}}}}"
 
 
 def _checkpoint(args: Options, kind: str) -> list[str]:
