@@ -63,3 +63,15 @@ def test_the_trace_view_filters_by_error_type_by_method_and_by_disagreement():
     assert '<option value="formula_misuse">' in page and '<option value="no_answer">' in page
     assert '<select id="f-wrong"' in page and 'href="#wrong=greedy"' in page
     assert 'graded: <span class="meta">value 1 vs gold 7 (rel. error 0.857)</span>' in page  # why, per method
+
+
+def test_the_report_shows_unseen_and_seen_templates_as_rows_only_when_rows_carry_the_split():
+    rows = _rows()
+    assert 'id="template-split"' not in render_report(compute_metrics(rows), rows)
+    rows = [{**r, "template_split": "heldout" if r["problem_id"] == "p1" else "train"} for r in rows]
+    page = render_report(compute_metrics(rows, ["nsprm", "greedy"]), rows)
+    table = re.search(r'<table id="template-split">(.*?)</table>', page).group(1)
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+    right, wrong = ["1", "100.0", "21-100"], ["1", "0.0", "0-79"]  # one problem each: Wilson's interval
+    assert cells == [["nsprm", "unseen templates", *right], ["nsprm", "seen templates", *wrong],
+                     ["greedy", "unseen templates", *wrong], ["greedy", "seen templates", *right]]
