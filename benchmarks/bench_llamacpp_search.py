@@ -74,7 +74,7 @@ def main() -> None:
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
     scorer = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_length=160)
-    pool = [p for p in generate_problems(200, seed=args.seed) if p.gold_steps and p.gold_steps <= 3]
+    pool = [p for p in generate_problems(200, seed=args.seed, split="heldout") if p.gold_steps and p.gold_steps <= 3]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
     cfg = SearchConfig(method="nsprm", beam_width=args.beam, k=args.k, max_steps=args.max_steps,
                        max_retries=args.max_retries)

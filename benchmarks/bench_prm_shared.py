@@ -53,7 +53,7 @@ def collect(ck: Any, n: int, seed: int, cap: int, beam: int) -> tuple[list[list[
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    pool = [p for p in generate_problems(600, seed=seed) if p.gold_steps and p.gold_steps <= 4][:n]
+    pool = [p for p in generate_problems(600, seed=seed, split="heldout") if p.gold_steps and p.gold_steps <= 4][:n]
     rec = RecordingScorer(PRMScorer.from_checkpoint(ck, int8=True, runtime="onnx"))
     t0 = time.perf_counter()
     rows = run_search([SearchProblem.from_problem(p, givens="gold") for p in pool],
@@ -202,7 +202,7 @@ def listwise(n_steps: int, batch_size: int, rounds: int) -> dict[str, Any]:
     from pcr_ray.prm.model import build_model
     from pcr_ray.prm.train_loop import Packing, _columns, candidate_lists, list_logits, listwise_loss
 
-    src = [{"name": "physics", "kwargs": {"n": 60, "seed": 7919}}]
+    src = [{"name": "physics", "kwargs": {"n": 60, "seed": 7919, "split": "train"}}]
     rows = pairs_from_problems(load_problems(src),
                                PairConfig(kinds=KIND_GROUPS["csp"], seed=0, search_per_kind=8))
     rows = [r for r in rows if r["split"] == "train"]

@@ -54,7 +54,8 @@ def main() -> None:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    pool = [p for p in generate_problems(400, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
+    pool = [p for p in generate_problems(400, seed=args.seed, split="heldout")
+            if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
     if args.scorers:
         scorers = {}

@@ -47,7 +47,7 @@ def bench_train(steps: int) -> dict:
 def _held_out(n: int) -> dict[str, list]:
     from pcr_ray.data.physics import generate_problems
 
-    sets = {"physics": generate_problems(n, seed=0)}
+    sets = {"physics": generate_problems(n, seed=0, split="heldout")}
     try:
         from pcr_ray.data.readers import iter_gsm8k
 

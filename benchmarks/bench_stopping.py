@@ -37,7 +37,7 @@ from _machine import machine_info, write_result  # noqa: E402
 def _problems(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     from pcr_ray.data.physics import generate_problems
 
-    out = {"physics": [p.to_dict() for p in generate_problems(600, seed=args.seed)
+    out = {"physics": [p.to_dict() for p in generate_problems(600, seed=args.seed, split="heldout")
                        if p.gold_steps and p.gold_steps <= args.max_gold_steps][: args.physics]}
     if args.gsm8k:
         from pcr_ray.data.readers import load_dataset

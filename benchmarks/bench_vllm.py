@@ -46,7 +46,8 @@ def _batches(n_workers: int, per_worker: int, k: int) -> list[list]:
     from pcr_ray.generators.base import ProposalRequest
     from pcr_ray.search import SearchProblem
 
-    ps = [SearchProblem.from_problem(p, givens="gold") for p in generate_problems(400, seed=11) if p.gold_steps]
+    ps = [SearchProblem.from_problem(p, givens="gold") for p in generate_problems(400, seed=11, split="heldout")
+          if p.gold_steps]
     ps = ps[: n_workers * per_worker]
     if len(ps) < n_workers * per_worker:
         raise SystemExit("not enough generated problems")
@@ -95,7 +96,7 @@ def _search_split(proxy, n: int) -> dict:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    ps = [SearchProblem.from_problem(p, givens="gold") for p in generate_problems(200, seed=11)
+    ps = [SearchProblem.from_problem(p, givens="gold") for p in generate_problems(200, seed=11, split="heldout")
           if p.gold_steps and p.gold_steps <= 2][:n]
     prm = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_batch=64)
     t0 = time.perf_counter()

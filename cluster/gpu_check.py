@@ -73,7 +73,8 @@ def pairs(n: int) -> list[tuple[str, str, str]]:
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.negatives.pairs import PairConfig, pairs_from_problems
 
-    rows = pairs_from_problems([p.to_dict() for p in generate_problems(max(8, n // 2), seed=5) if p.gold_trace],
+    problems = generate_problems(max(8, n // 2), seed=5, split="train")
+    rows = pairs_from_problems([p.to_dict() for p in problems if p.gold_trace],
                                PairConfig(kinds=("principle_swap", "variable_substitution"), csp_per_kind=1))
     return [(r["context"], r["pos_step"], r["neg_step"]) for r in rows][:n]
 
@@ -208,7 +209,7 @@ def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
     tok.save_pretrained(str(folder))
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(str(folder))
-    examples = corpus_examples(generate_problems(8 if full else 2, seed=1000, mix="all"))
+    examples = corpus_examples(generate_problems(8 if full else 2, seed=1000, mix="all", split="train"))
     recipe = SFTRecipe(base_model=str(folder), physics_problems=0, physics_seed=1000, physics_mix="all",
                        gsm8k_train=0,
                        formats=("step", "python", "direct"), epochs=100.0, lr=3e-4, batch_size=8 if full else 2,

@@ -516,8 +516,8 @@ class MakePairsConfig:
     """`pcr-ray make-pairs`: gold traces -> CSP + random-perturbation pairs -> parquet splits."""
 
     # named data sets of pcr_ray.data.readers ({name, limit, kwargs}) or parquet/jsonl files of Problem rows
-    # ({path, limit}); physics seeds here are disjoint from the evaluation sets' (seed 0, 1, ...)
-    sources: list[Any] = _list({"name": "physics", "kwargs": {"n": 3000, "seed": 7919}},
+    # ({path, limit}); physics: the training templates (split: train), seeds apart from the evaluation sets'
+    sources: list[Any] = _list({"name": "physics", "kwargs": {"n": 3000, "seed": 7919, "split": "train"}},
                                {"name": "gsm8k_train", "limit": 3000})
     out_dir: Optional[str] = None  # null: cache_dir()/pairs (where train-prm and eval-prm look by default)
     seed: int = 0  # CSP / random choices are seeded by (seed, problem id, step)
@@ -630,7 +630,7 @@ class MinePairsConfig:
 
     prm: PRMConfig = _factory(PRMConfig)
     # the make-pairs sources (same split hash: a problem keeps its split)
-    sources: list[Any] = _list({"name": "physics", "kwargs": {"n": 3000, "seed": 7919}},
+    sources: list[Any] = _list({"name": "physics", "kwargs": {"n": 3000, "seed": 7919, "split": "train"}},
                                {"name": "gsm8k_train", "limit": 3000})
     pairs_dir: Optional[str] = None  # null: cache_dir()/pairs
     splits: list[str] = _list("train", "validation", "test")
@@ -710,6 +710,7 @@ class ServeConfig:
 class PhysicsBuildConfig:
     n: int = 2000  # generated problems
     seed: int = 0
+    split: str = "heldout"  # which templates: heldout (evaluation) | train | all (docs/data.md)
 
 
 @dataclass
@@ -743,7 +744,7 @@ class SFTRecipeConfig:
 
     name: str = MISSING  # the recipe's name (the output folder's: sft-<name>)
     base_model: str = "tiny:smollm2"  # tiny:<name> (a converted local model), a folder, or a hub name
-    physics_problems: int = 90  # generated physics problems, from physics_seed on
+    physics_problems: int = 90  # generated physics problems (training templates: split train), from physics_seed on
     physics_seed: int = 1000  # >= 1000: seeds below are evaluation seeds
     physics_mix: str = "all"  # which physics templates: all | core | assumption (docs/data.md)
     gsm8k_train: int = 24  # GSM8K *train* problems whose calculator annotations convert to traces (0: none)

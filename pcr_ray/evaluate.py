@@ -30,7 +30,7 @@ from pcr_ray.configs import to_plain as _plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
-from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table
+from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table, template_split_table
 from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.pipeline.report import write_report
@@ -220,6 +220,9 @@ def _print_summary(out: Path) -> None:
     print(f"grading: {m.get('grading', 'default')}")
     print(f"givens: {GIVENS_NOTES.get(str(m.get('givens')), m.get('givens', '-'))}")
     print(markdown_table(m))
+    if template_split_table(m):
+        print("\nGenerated physics by template split (unseen: held-out templates no learned part trained on):")
+        print(template_split_table(m))
     print()
     print(error_table(m))
     if m.get("scaling"):

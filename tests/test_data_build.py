@@ -46,7 +46,8 @@ def test_cli(tmp_path, capsys, monkeypatch, data_dir):
     assert main(["build", "not an override"]) == 2
     rc = main(["build", f"out_dir={tmp_path}", "datasets=[physics]", "physics.n=25", "extraction.physics_n=0"])
     assert rc == 0
-    assert len(read_problems_parquet(tmp_path / "physics.parquet")) == 25
+    built = read_problems_parquet(tmp_path / "physics.parquet")
+    assert len(built) == 25 and {p.gold_trace["meta"]["template_split"] for p in built} == {"heldout"}
     assert "physics" in capsys.readouterr().out
     monkeypatch.setenv("PCR_RAY_DATA", str(tmp_path / "missing"))
     rc = main(["build", f"out_dir={tmp_path}", "datasets=[math500]", "extraction.physics_n=0"])

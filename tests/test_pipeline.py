@@ -38,6 +38,7 @@ def test_one_row_per_problem_and_method_with_traces_scores_and_counts(smoke_run)
     assert {m for _, m in keys} == set(SMOKE_METHODS)
     assert all(not r["error"] for r in rows)
     assert all(r["horizon"] in ("short", "long") and r["gold_trace_json"] for r in rows)
+    assert {r["template_split"] for r in rows} == {"heldout"}  # the smoke set evaluates unseen templates only
     for r in rows:
         assert r["answered"] or r["flagged"], "a missing answer is an error signal"
         scores = json.loads(r["step_scores"])
@@ -66,6 +67,7 @@ def test_metrics_json_agrees_with_results_and_files_exist(smoke_run):
         assert sum(d["error_types"].values()) == sum(not r["correct"] for r in mine)
         assert d["mean_candidates"] == pytest.approx(sum(r["candidates"] for r in mine) / len(mine))
     assert m["rows_this_run"] == len(rows) and m["problems_per_s"] > 0
+    assert all(d["by_template_split"]["heldout"]["n"] == d["n"] for d in m["methods"].values())
     for name in ("config.yaml", "report.html", "results.parquet"):
         assert (smoke_run / name).stat().st_size > 0
     assert "beam_width: 2" in (smoke_run / "config.yaml").read_text()

@@ -14,6 +14,7 @@ from pcr_ray.pipeline.metrics import (
     horizon_of,
     is_unit_slip,
     markdown_table,
+    template_split_table,
 )
 from pcr_ray.pipeline.results import (
     RESULT_SCHEMA,
@@ -109,6 +110,33 @@ def test_compute_metrics_counts_accuracy_silent_failures_by_horizon():
     assert m["n_problems"] == 4 and m["n_rows"] == 8
     table = markdown_table(m)
     assert "| nsprm | 4 | 50.0 |" in table and "| greedy | 4 | 25.0 |" in table
+
+
+def test_generated_physics_accuracy_is_reported_by_template_split_from_a_results_table(tmp_path):
+    """Rows of real problems through base_record and a results parquet: seen and unseen templates are two rows."""
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.pipeline.records import base_record
+
+    problems = generate_problems(6, seed=2, split="heldout") + generate_problems(4, seed=2, split="train")
+    recs = []
+    for i, p in enumerate(problems):  # nsprm: 5 of 6 unseen right, 1 of 4 seen; greedy: every unseen one wrong
+        held = i < 6
+        for method, ok in (("nsprm", i != 0 if held else i == 6), ("greedy", not held)):
+            recs.append({**base_record({**p.to_dict(), "method": method}), "correct": ok, "answered": True})
+    recs.append({"problem_id": "gsm8k/1", "source": "gsm8k_test", "method": "nsprm", "correct": True})
+    ShardWriter(tmp_path).write(recs)
+    rows = read_results(merge(tmp_path)).to_pylist()
+    assert {r["template_split"] for r in rows} == {"heldout", "train", ""}
+    m = compute_metrics(rows, ["nsprm", "greedy"])
+    ns, gr = m["methods"]["nsprm"]["by_template_split"], m["methods"]["greedy"]["by_template_split"]
+    assert (ns["heldout"]["n"], ns["heldout"]["correct"], ns["train"]["n"], ns["train"]["correct"]) == (6, 5, 4, 1)
+    assert gr["heldout"]["acc"] == 0.0 and gr["train"]["acc"] == 1.0
+    assert ns["heldout"]["acc_ci95"] == list(wilson(5, 6))
+    table = template_split_table(m).splitlines()
+    assert "| nsprm | unseen templates | 6 | 83.3 |" in table[2] and "| nsprm | seen templates | 4 | 25.0 |" in table[3]
+    assert "| greedy | unseen templates | 6 | 0.0 |" in table[4] and len(table) == 6
+    # rows that carry no template split (other data sets, old runs) give no such rows
+    assert template_split_table(compute_metrics([r for r in rows if not r["template_split"]])) == ""
 
 
 def test_shards_resume_keys_and_merge_prefer_successful_rows(tmp_path):

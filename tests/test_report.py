@@ -77,3 +77,15 @@ def test_a_run_on_gold_givens_is_named_oracle_in_the_banner_and_the_tables():
         assert {r[0][2] for r in p.rows if r} == labels
     assert '<a href="#wrong=nsprm">nsprm (oracle givens)</a>' in page["gold"]  # the link keeps the method's name
     assert re.search(r'id="error-types".*<td>greedy \(oracle givens\)</td>', page["gold"], re.S)
+
+
+def test_the_report_shows_unseen_and_seen_templates_as_rows_only_when_rows_carry_the_split():
+    rows = _rows()
+    assert 'id="template-split"' not in render_report(compute_metrics(rows), rows)
+    rows = [{**r, "template_split": "heldout" if r["problem_id"] == "p1" else "train"} for r in rows]
+    page = render_report(compute_metrics(rows, ["nsprm", "greedy"]), rows)
+    table = re.search(r'<table id="template-split">(.*?)</table>', page).group(1)
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+    right, wrong = ["1", "100.0", "21-100"], ["1", "0.0", "0-79"]  # one problem each: Wilson's interval
+    assert cells == [["nsprm", "unseen templates", *right], ["nsprm", "seen templates", *wrong],
+                     ["greedy", "unseen templates", *wrong], ["greedy", "seen templates", *right]]

@@ -85,7 +85,7 @@ def test_a_tiny_real_run_writes_the_report_and_a_rerun_skips_every_step(tmp_path
     assert {n for n, s in rep["steps"].items() if s["done"]} == set(ran)
     rows = [r for c in rep["claims"] for r in c["rows"]]
     labels = {r["label"] for r in rows}
-    for want in ("Table 1 Acc@1, NS-PRM, physics", "first-error benchmark F1, verifier+prm",
+    for want in ("Table 1 Acc@1, NS-PRM, physics, unseen templates", "first-error benchmark F1, verifier+prm",
                  "SciBench physics: problems with givens extracted"):
         assert want in labels, sorted(labels)
     assert any(r["ours"] is None and r["step"] == "coverage_1.0" for r in rows)  # not run: reported as not measured
@@ -122,3 +122,16 @@ def test_a_row_of_a_step_run_on_gold_givens_is_labelled_oracle(tmp_path):
     assert result["steps"]["csp_ablation_csp"]["givens"] == "gold" and result["steps"]["table"]["givens"] is None
     md = (tmp_path / "reproduction.md").read_text()
     assert "negatives (oracle givens) |" in md and "**csp_ablation_csp** (done, oracle givens)" in md
+
+
+def test_table_claims_report_generated_physics_by_template_split():
+    from pcr_ray.pipeline.metrics import compute_metrics
+
+    rows = [{"problem_id": f"p{i}", "method": "nsprm", "source": "physics", "correct": i < 3,
+             "template_split": "heldout" if i < 4 else "train"} for i in range(6)]
+    rows.append({"problem_id": "g", "method": "nsprm", "source": "gsm8k_test", "correct": True})
+    got = {r["label"]: (r["k"], r["n"]) for r in reproduce.table_claims(compute_metrics(rows), "cpu")}
+    assert got == {"Table 1 Acc@1, NS-PRM, gsm8k_test": (1, 1), "Table 1 Acc@1, NS-PRM, physics, unseen templates":
+                   (3, 4), "Table 1 Acc@1, NS-PRM, physics, seen templates": (0, 2)}
+    unsplit = reproduce.table_claims(compute_metrics([{**r, "template_split": ""} for r in rows]), "cpu")
+    assert {r["label"]: (r["k"], r["n"]) for r in unsplit}["Table 1 Acc@1, NS-PRM, physics"] == (3, 6)

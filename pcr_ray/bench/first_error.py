@@ -47,7 +47,7 @@ from pcr_ray.search.scoring import pair_for
 
 
 def load_problems(n_physics: int, physics_seed: int, n_gsm8k: int) -> list[Any]:
-    probs = list(generate_problems(n=n_physics, seed=physics_seed)) if n_physics else []
+    probs = list(generate_problems(n=n_physics, seed=physics_seed, split="heldout")) if n_physics else []
     if n_gsm8k:
         probs += [p for p in load_dataset("gsm8k_test") if p.gold_trace][:n_gsm8k]
     return probs

@@ -51,7 +51,8 @@ METHODS = ("nsprm", "prm_only", "verifier_only", "greedy")
 
 def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
-    phys = [p for p in generate_problems(600, seed=args.seed) if p.gold_steps and p.gold_steps <= args.max_gold_steps]
+    phys = [p for p in generate_problems(600, seed=args.seed, split="heldout")
+            if p.gold_steps and p.gold_steps <= args.max_gold_steps]
     if args.physics:
         out["physics"] = [(p, SearchProblem.from_problem(p, givens=args.givens)) for p in phys[: args.physics]]
     if args.gsm8k:

@@ -96,7 +96,8 @@ def build(cfg: Any) -> dict[str, Any]:
             problems = list(iter_gsm8k(name.split("_", 1)[1], data_dir, implicit=implicit, results=results))
             conv = conversion_stats(results).to_dict()
         elif name == "physics":
-            problems = generate_problems(int(phys.get("n", 2000)), int(phys.get("seed", 0)))
+            problems = generate_problems(int(phys.get("n", 2000)), int(phys.get("seed", 0)),
+                                         split=str(phys.get("split", "heldout")))
         else:
             problems = list(iter_dataset(name, data_dir))
         path = write_problems_parquet(problems, out_dir / f"{name}.parquet")
@@ -111,7 +112,7 @@ def build(cfg: Any) -> dict[str, Any]:
         _print_entry(name, entry)
     n_ext = int((c.get("extraction", {}) or {}).get("physics_n", 0))
     if n_ext:
-        held = generate_problems(n_ext, int(phys.get("seed", 0)) + 1)
+        held = generate_problems(n_ext, int(phys.get("seed", 0)) + 1, split=str(phys.get("split", "heldout")))
         stats["physics_extraction"] = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in held]).to_dict()
         e = stats["physics_extraction"]
         print(f"extraction on {n_ext} generated physics problems: complete givens {e['complete']:.1%} "

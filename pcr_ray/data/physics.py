@@ -4,7 +4,8 @@ Each template draws values (rounded as a textbook would print them) in mixed uni
 degrees Celsius, microfarads, ...), picks one of several phrasings, may add distractor quantities (given but
 not needed), and builds a gold trace over the registered primitives: chains of 1 to 8 steps. The gold answer
 is computed separately in plain Python floats (SI), converted into the unit the question asks for; the
-tests check that the verifier, run on the trace, reaches the same number.
+tests check that the verifier, run on the trace, reaches the same number. The templates are split by name into
+families training may draw and families only evaluations draw (HELDOUT_TEMPLATES).
 """
 
 from __future__ import annotations
@@ -161,6 +162,25 @@ TEMPLATES: list[Template] = []
 # Which templates generate_problems draws from: 'core' (the default, the original set), 'assumption' (every
 # template whose problem states a condition the solution must use), 'all' (both).
 MIXES: tuple[str, ...] = ("core", "assumption", "all")
+
+# The template split: the held-out families are drawn only by evaluations (split='heldout'); everything that trains
+# (PRM pairs, CSP and mined negatives, the SFT corpus) draws the rest (split='train'), so no evaluated template, op
+# chain or wording is ever trained on, whatever the seed. Held out wholly: the optics topic (its principles: thin
+# lens, refraction, critical angle, lens power) and the air-resistance condition (its one template); held out in part:
+# about a quarter of every other topic's templates, long and short chains, core and condition ones alike. The split
+# is fixed here, by name, never by seed (docs/data.md, Generated physics; tests/test_data_split.py checks every
+# config that trains or evaluates against it).
+SPLITS: tuple[str, ...] = ("train", "heldout", "all")
+HELDOUT_TOPICS: frozenset[str] = frozenset({"optics"})
+HELDOUT_TEMPLATES: frozenset[str] = frozenset({
+    "stopping_distance", "projectile_range", "catch_up", "sprint",            # kinematics
+    "incline_slide", "atwood", "pressure_weight",                            # dynamics
+    "work_angle", "spring_launch", "drag_fall_speed", "pump_efficiency_power",  # energy
+    "elastic_collision", "recoil",                                           # momentum
+    "mixed_circuit", "rc_discharge", "voltage_divider",                      # circuits
+    "charles", "carnot_work", "heater_heat_loss",                            # thermodynamics
+    "pendulum_swings", "string_harmonic",                                    # waves
+})
 
 
 def template(name: str, topic: str, assumptions: Mapping[str, Sequence[str]] | None = None, core: bool = True
@@ -1332,6 +1352,22 @@ def template_names() -> list[str]:
     return [t.name for t in TEMPLATES]
 
 
+def template_split(name: str) -> str:
+    """'heldout' or 'train': the split of the template `name` (HELDOUT_TOPICS, HELDOUT_TEMPLATES)."""
+    by_name = {t.name: t for t in TEMPLATES}
+    if name not in by_name:
+        raise ValueError(f"unknown physics template {name!r}; one of {', '.join(by_name)}")
+    return "heldout" if name in HELDOUT_TEMPLATES or by_name[name].topic in HELDOUT_TOPICS else "train"
+
+
+def split_templates(split: str = "all") -> list[Template]:
+    """The templates of a split (see SPLITS), in registration order."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown physics split {split!r}; one of {', '.join(SPLITS)} (train: for training, "
+                         "heldout: for evaluation)")
+    return [t for t in TEMPLATES if split == "all" or template_split(t.name) == split]
+
+
 def _answer_value(b: _Build) -> float:
     return unit_info(b.ask_unit).from_base(b.si[b.answer_name])
 
@@ -1349,12 +1385,13 @@ def make_problem(tpl: Template | str, seed: int, index: int = 0) -> Problem:
     text = " ".join(text.split())
     value = _answer_value(b)
     trace = b.trace()
+    trace["meta"] = {"template": tpl.name, "template_split": template_split(tpl.name)}
     if tpl.assumptions:
         names = {g["name"] for g in trace["givens"]}
         missing = sorted(g for gs in tpl.assumptions.values() for g in gs if g not in names)
         if missing:
             raise RuntimeError(f"physics template {tpl.name}: assumption given(s) {missing} are not among its givens")
-        trace["meta"] = {"assumptions": {k: list(v) for k, v in tpl.assumptions.items()}}
+        trace["meta"]["assumptions"] = {k: list(v) for k, v in tpl.assumptions.items()}
     return Problem(
         id=f"physics/{seed}/{index}/{tpl.name}", source="physics", text=text, answer=f"{value:.6g}",
         answer_value=float(value), answer_unit=b.ask_unit, level=None, subject=tpl.topic, gold_trace=trace,
@@ -1373,17 +1410,21 @@ def mix_templates(mix: str = "core") -> list[Template]:
     return list(TEMPLATES)
 
 
-def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None = None, mix: str = "core"
-                      ) -> list[Problem]:
-    """`n` problems, cycling through the templates of `mix` (all, or the named ones) in a seeded shuffled order.
+def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None = None, mix: str = "core",
+                      split: str = "all") -> list[Problem]:
+    """`n` problems, cycling through the templates of `mix` and `split` (all, or the named ones) in a seeded
+    shuffled order.
 
     mix 'core' (the default) draws the original templates, so a seed gives the same problems whatever templates
     are added outside it; 'assumption' draws the templates that state a condition (meta.assumptions of the gold
-    trace); 'all' draws every template.
+    trace); 'all' draws every template. split 'train' draws the templates training may see, 'heldout' the ones
+    only evaluations see, 'all' (the default for a direct call) both: every config states its split (see
+    HELDOUT_TEMPLATES). Each gold trace's meta records its template and template_split.
     """
-    pool = [t for t in mix_templates(mix) if templates is None or t.name in templates]
+    in_split = {t.name for t in split_templates(split)}
+    pool = [t for t in mix_templates(mix) if t.name in in_split and (templates is None or t.name in templates)]
     if not pool:
-        raise ValueError(f"no physics templates of mix {mix!r} match {templates!r}"
+        raise ValueError(f"no physics templates of mix {mix!r} and split {split!r} match {templates!r}"
                          + (" (templates outside the core set need mix='all' or 'assumption')" if mix == "core"
                             else ""))
     order = random.Random(seed).sample(pool, len(pool))
@@ -1392,5 +1433,6 @@ def generate_problems(n: int = 400, seed: int = 0, templates: list[str] | None =
 
 @data_source("physics")
 def iter_physics(data_dir: str | Path | None = None, **kw: Any) -> Iterator[Problem]:
-    """The generated problems as a data source (generate_problems' keyword arguments; no data folder needed)."""
+    """The generated problems as a data source (generate_problems' keyword arguments, split included: heldout to
+    evaluate, train to train; no data folder needed)."""
     return iter(generate_problems(**kw))

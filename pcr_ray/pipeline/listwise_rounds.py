@@ -77,7 +77,7 @@ def recipe(args: DictConfig, prm: str = DEFAULT_PRM) -> list[RecipeStep]:
     make_pairs = ["make-pairs", f"search_per_kind={args.search_per_kind}", f"out_dir={pairs}",
                   f"kinds={LISTWISE_KINDS}"]
     if args.pairs_physics is not None:
-        sources = [f"{{name: physics, kwargs: {{n: {args.pairs_physics}, seed: {FIRST_MINING_SEED}}}}}"]
+        sources = [f"{{name: physics, kwargs: {{n: {args.pairs_physics}, seed: {FIRST_MINING_SEED}, split: train}}}}"]
         if args.pairs_gsm8k:
             sources.append(f"{{name: gsm8k_train, limit: {args.pairs_gsm8k}}}")
         make_pairs.append(f"sources=[{', '.join(sources)}]")
@@ -98,7 +98,8 @@ def recipe(args: DictConfig, prm: str = DEFAULT_PRM) -> list[RecipeStep]:
             f"mine round {r}",
             (*pcr, "mine-pairs", *_prm_overrides(args, prm), f"prm.checkpoint={prev}", f"pairs_dir={mined}",
              "positions=all", "per_problem=6", f"cap={args.cap}",
-             f"sources=[{{name: physics, kwargs: {{n: {n}, seed: {seed}}}}}]", "splits=[train,validation]",
+             f"sources=[{{name: physics, kwargs: {{n: {n}, seed: {seed}, split: train}}}}]",
+             "splits=[train,validation]",
              f"limit_per_split={{train: {args.lists_per_round}, validation: {args.val_lists}}}",
              *_mining_placement(args)),
             mined / "mined_all_summary.json", mkdirs=(mined / "train", mined / "validation")))

@@ -37,6 +37,17 @@ def horizon_of(gold_steps: int | None) -> str:
     return "long" if int(gold_steps) >= LONG_HORIZON else "short"
 
 
+# A generated-physics row's template split (the gold trace's meta.template_split) as the tables name it.
+TEMPLATE_SPLIT_LABELS = {"heldout": "unseen templates", "train": "seen templates"}
+
+
+def template_split_of(gold_trace: Any) -> str:
+    """The gold trace's meta.template_split (generated physics: 'heldout' or 'train'), '' when it records none."""
+    trace = _load(gold_trace)
+    meta = trace.get("meta") if trace else None
+    return str(meta.get("template_split") or "") if isinstance(meta, dict) else ""
+
+
 def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-12
 
@@ -243,6 +254,14 @@ def method_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         sr = [r for r in rows if str(r.get("source")) == src]
         by_src[src] = {"n": len(sr), "acc": _rate(sum(bool(r.get("correct")) for r in sr), len(sr))}
     out["by_source"] = by_src
+    by_split: dict[str, Any] = {}  # generated physics by template split, when the rows carry it
+    for split in TEMPLATE_SPLIT_LABELS:
+        sr = [r for r in rows if r.get("template_split") == split]
+        if sr:
+            k = sum(bool(r.get("correct")) for r in sr)
+            by_split[split] = {"n": len(sr), "correct": k, "acc": _rate(k, len(sr)),
+                               "acc_ci95": list(wilson(k, len(sr)))}
+    out["by_template_split"] = by_split
     for key in ("candidates", "prm_calls", "generator_calls", "verifier_rejections", "n_steps", "time_s",
                 "prompt_tokens", "output_tokens", "prm_tokens"):
         vals = [r.get(key) for r in rows]
@@ -314,6 +333,31 @@ def table_rows(metrics: Mapping[str, Any]) -> list[list[str]]:
             _num(d["mean_time_s"], 2),
         ])
     return rows
+
+
+TEMPLATE_SPLIT_COLUMNS = ("method", "templates", "n", "Acc@1 %", "95% CI")
+
+
+def template_split_rows(metrics: Mapping[str, Any]) -> list[list[str]]:
+    """Generated physics' accuracy on unseen (held-out) and seen (training) templates, one row per method and
+    split the rows carry, columns TEMPLATE_SPLIT_COLUMNS; [] when no row carries a template split."""
+    rows = []
+    for m, d in metrics["methods"].items():
+        for split, label in TEMPLATE_SPLIT_LABELS.items():
+            s = (d.get("by_template_split") or {}).get(split)
+            if s:
+                lo, hi = s["acc_ci95"]
+                rows.append([m, label, str(s["n"]), _pct(s["acc"]), f"{100 * lo:.0f}-{100 * hi:.0f}"])
+    return rows
+
+
+def template_split_table(metrics: Mapping[str, Any]) -> str:
+    """template_split_rows in markdown; '' when no row carries a template split."""
+    rows = template_split_rows(metrics)
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(TEMPLATE_SPLIT_COLUMNS) + " |", "|" + "---|" * len(TEMPLATE_SPLIT_COLUMNS)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def markdown_table(metrics: Mapping[str, Any]) -> str:

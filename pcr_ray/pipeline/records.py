@@ -15,7 +15,7 @@ from typing import Any
 
 from pcr_ray.core.trace import Given
 from pcr_ray.grading import grade_problem
-from pcr_ray.pipeline.metrics import classify_error, horizon_of
+from pcr_ray.pipeline.metrics import classify_error, horizon_of, template_split_of
 from pcr_ray.search import SearchProblem
 
 PROBLEM_KEYS = ("id", "source", "text", "answer", "answer_value", "answer_unit", "level", "subject", "gold_trace",
@@ -85,7 +85,8 @@ def base_record(row: Mapping[str, Any]) -> dict[str, Any]:
         "problem_id": str(row["id"]), "source": str(row.get("source") or ""), "method": str(row["method"]),
         "question": str(row.get("text") or ""), "gold_answer": str(row.get("answer") or ""),
         "gold_value": clean_value(row.get("answer_value")), "gold_unit": str(row.get("answer_unit") or ""),
-        "gold_steps": gs, "horizon": horizon_of(gs), "gold_trace_json": gt or "",
+        "gold_steps": gs, "horizon": horizon_of(gs), "template_split": template_split_of(gt),
+        "gold_trace_json": gt or "",
         "givens_json": row.get("sp_givens") or "", "givens_source": row.get("givens_source") or "",
         "target_unit": row.get("sp_target_unit") or "",
     }

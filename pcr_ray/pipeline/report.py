@@ -16,9 +16,11 @@ from pcr_ray.pipeline.metrics import (
     GIVENS_NOTES,
     ORACLE_GIVENS,
     TABLE_COLUMNS,
+    TEMPLATE_SPLIT_COLUMNS,
     method_label,
     oracle_givens,
     table_rows,
+    template_split_rows,
 )
 
 CSS = """
@@ -182,6 +184,18 @@ def metrics_table_html(metrics: Mapping[str, Any], table_id: str = "metrics") ->
             cells.append(f'<td data-col="{html.escape(col)}"{dv}>{shown}</td>')
         body.append(f'<tr data-method="{html.escape(m)}">' + "".join(cells) + "</tr>")
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def template_split_html(metrics: Mapping[str, Any]) -> str:
+    """Generated physics' accuracy on unseen and seen templates (metrics.template_split_rows); '' when none."""
+    rows = template_split_rows(metrics)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in TEMPLATE_SPLIT_COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return (f'<h3>Generated physics by template split</h3><table id="template-split"><tr>{head}</tr>{body}</table>'
+            '<p class="meta">Unseen templates: held-out template families that no learned part (PRM pairs, '
+            "negatives, fine-tune) trained on; seen templates: the training families.</p>")
 
 
 def _step_text(step: Mapping[str, Any]) -> str:
@@ -362,6 +376,7 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
 <h2>Metrics</h2>{metrics_table_html(metrics)}
 <p class="meta">Acc@1 with a 95% Wilson interval. Silent failure: a wrong answer returned with no error signal
 (long horizon: gold trace of {metrics.get("horizon_threshold", 5)}+ steps). Counts are per problem.</p>
+{template_split_html(metrics)}
 <h2>Paired comparisons</h2>{paired_html(metrics)}
 <h2>Error types (wrong answers)</h2>{err_html}
 <h2>Plots</h2><div class="plots">{imgs}</div>

@@ -40,6 +40,7 @@ RESULT_SCHEMA = pa.schema([
     ("gold_steps", pa.int64()),
     ("gold_trace_json", pa.string()),    # the gold trace (JSON) or '' when the source has none
     ("horizon", pa.string()),            # long (gold trace of 5+ steps) | short | unknown (no gold trace)
+    ("template_split", pa.string()),     # generated physics: heldout (unseen templates) | train (seen); '' otherwise
     ("answer", pa.string()),             # the answer as returned (text), '' when none
     ("answer_value", pa.float64()),
     ("answer_unit", pa.string()),

@@ -35,9 +35,10 @@ from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
 log = logging.getLogger(__name__)
 
-# problems for the quick training: physics with seeds far from the evaluation sets' (0, 1, ...), GSM8K train
+# problems for the quick training: physics of the training templates (split train; seeds far from the evaluation
+# sets' too), GSM8K train
 DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
-    {"name": "physics", "kwargs": {"n": 400, "seed": 7919}},
+    {"name": "physics", "kwargs": {"n": 400, "seed": 7919, "split": "train"}},
     {"name": "gsm8k_train", "limit": 300},
 )
 # the quick PRM's recipe by attention: train pairs and loss. The pair cross-encoder: 900 pairs, pairwise loss, about

@@ -1,7 +1,8 @@
-"""The fine-tuning corpus: generated physics from training seeds and GSM8K *train* traces, never a test split.
+"""The fine-tuning corpus: generated physics of the training templates and GSM8K *train* traces, never a test split.
 
-Evaluation draws generated physics from seeds below TRAIN_SEED_MIN (every data set config and benchmark does;
-a test checks it), so a training seed can never produce an evaluation problem.
+The corpus draws the physics templates of split 'train' only; evaluations draw the held-out ones (split 'heldout',
+pcr_ray.data.physics.HELDOUT_TEMPLATES; tests/test_data_split.py checks every config), so no evaluated template is
+trained on. Its seeds are TRAIN_SEED_MIN and above, apart from the evaluation seeds too.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ TRAIN_SEED_MIN = 1000
 
 def training_problems(physics_problems: int, physics_seed: int, gsm8k_train: int, data_dir: str | None = None,
                       physics_mix: str = "all") -> list[Any]:
-    """The problems a recipe trains on (physics of `physics_mix` from physics_seed; the first GSM8K train rows)."""
+    """The problems a recipe trains on (physics of `physics_mix` and split 'train' from physics_seed; the first GSM8K
+    train rows)."""
     if physics_seed < TRAIN_SEED_MIN:
         raise ValueError(f"physics_seed must be >= {TRAIN_SEED_MIN} (seeds below it are evaluation seeds), got "
                          f"{physics_seed}")
-    problems: list[Any] = (generate_problems(physics_problems, seed=physics_seed, mix=physics_mix)
+    problems: list[Any] = (generate_problems(physics_problems, seed=physics_seed, mix=physics_mix, split="train")
                            if physics_problems else [])
     if gsm8k_train and gsm8k_train_found(data_dir):
         rows = (p for p in iter_gsm8k("train", data_dir) if p.gold_trace)
@@ -42,7 +44,7 @@ def build_corpus(physics_problems: int, physics_seed: int, gsm8k_train: int, for
     problems = training_problems(physics_problems, physics_seed, gsm8k_train, data_dir, physics_mix)
     examples = corpus_examples(problems, formats)
     by = Counter(f"{ex.problem_id.split('/')[0]}/{ex.fmt}" for ex in examples)
-    summary = {"physics": {"problems": physics_problems, "seed": physics_seed, "mix": physics_mix},
+    summary = {"physics": {"problems": physics_problems, "seed": physics_seed, "mix": physics_mix, "split": "train"},
                "gsm8k_train": {"problems": gsm8k_train if gsm8k_train_found(data_dir) else 0, "split": "train"},
                "problems": len(problems), "examples": len(examples), "by_source_format": dict(sorted(by.items()))}
     return examples, summary

@@ -1,7 +1,7 @@
 """Fine-tuned generators made on first use and kept per machine: `sft:tiny` (the CPU recipe), `sft:test`.
 
-`sft:tiny` is SmolLM2-135M-Instruct fully fine-tuned on generated physics (training seeds) and GSM8K train
-traces in every method's format, in about 12 minutes on 2 cores; `sft:test` is a few steps on a handful of
+`sft:tiny` is SmolLM2-135M-Instruct fully fine-tuned on generated physics (training templates and seeds) and GSM8K
+train traces in every method's format, in about 12 minutes on 2 cores; `sft:test` is a few steps on a handful of
 traces (the tests' fine-tune). Each lives in `<cache>/models/sft-<name>-<key>`, where the key digests the
 recipe and the code that renders the examples, so a change to either trains anew; the oldest beyond three of
 a name go.
