@@ -124,7 +124,7 @@ test-suites:
 	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
 	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
 	wait $$dpid; \
-	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  wait $$vpid; vrc=$$?; echo; echo "== the real-vLLM tests (.venv-vllm)"; cat $(VLLM_TEST_LOG); \
@@ -134,7 +134,7 @@ test-suites:
 	exit $$rc
 
 # For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
-FAST_MARKERS := not slow and not quick_prm and not llm and not browser
+FAST_MARKERS := not slow and not llm and not browser
 test-fast: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" --durations=5
 

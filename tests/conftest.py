@@ -101,6 +101,23 @@ def no_actor_outlives_its_module(request):
                     + ", ".join(f"{a['class']} {a['name']}".strip() for a in left), pytrace=False)
 
 
+def _uses_ray(item) -> bool:
+    return "ray_session" in getattr(item, "fixturenames", ()) or item.get_closest_marker("ray") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, what `make test` runs): each module's tests stay together on one
+    worker (its module-scoped fixtures are built once), and every module that uses the session's Ray goes to the same
+    worker, so that one local Ray serves them all while the other worker runs the modules that need no Ray."""
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    for module, its in by_module.items():
+        group = "ray" if any(_uses_ray(i) for i in its) else module
+        for item in its:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 # `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) is appended there, and
 # tests/budget.py prints the whole run's wall time against its budget and the slowest tests of both suites.
 _DURATIONS: dict[str, float] = {}
@@ -112,7 +129,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     out = os.environ.get("PCR_RAY_DURATIONS")
-    if out and _DURATIONS:
+    if out and _DURATIONS and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller has every worker's
         import json
 
         with open(out, "a", encoding="utf-8") as fh:

@@ -92,7 +92,7 @@ def test_a_small_file_runs_through_every_search_method(ray_session, tmp_path):
     cfg = compose_config(["experiment=smoke", f"methods=[{','.join(methods)}]", f"prm.checkpoint={ckpt}",
                           "dataset.name=mine", "dataset.limit=null",
                           f"dataset.sources=[{{name: file, path: {f}, fields: {{question: q, answer: a, unit: u, "
-                          f"id: key}}}}]", "search.max_steps=3", "search.max_backtracks=0"])
+                          f"id: key}}}}]", "search.max_steps=2", "search.max_backtracks=0", "generator.cap=16"])
     out = evaluate(cfg, tmp_path / "run", progress=False)
     rows = read_rows(out)
     assert {(r["problem_id"], r["method"]) for r in rows} == {

@@ -204,7 +204,8 @@ def test_mine_pairs_command_adds_a_split_file_train_prm_reads(ray_session, tmp_p
     from pcr_ray.pipeline.train_prm import default_kinds, load_pairs_dataset
 
     pairs = tmp_path / "pairs"
-    assert main([f"pairs_dir={pairs}", "sources=[{name: physics, kwargs: {n: 5, seed: 3}}]"]) == 1
+    assert main([f"pairs_dir={pairs}", f"prm.checkpoint={small_prm_checkpoint()}",
+                 "sources=[{name: physics, kwargs: {n: 5, seed: 3}}]"]) == 1
     assert "run `pcr-ray make-pairs` first" in capsys.readouterr().err
     (pairs / "train").mkdir(parents=True)
     assert main([f"pairs_dir={pairs}", f"prm.checkpoint={small_prm_checkpoint()}", "per_problem=2",
