@@ -20,7 +20,7 @@ import dataclasses
 import itertools
 import sys
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 
 def bench_train(steps: int) -> dict:
@@ -57,9 +57,9 @@ def _held_out(n: int) -> dict[str, list]:
     return sets
 
 
-def _generator(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny"):
+def _generator_cfg(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny") -> dict:
+    """The generator config of the base (full prompt) or the fine-tuned model (compact prompt) on a backend."""
     from pcr_ray.configs import compose, to_plain
-    from pcr_ray.generators.base import build_generator
 
     if backend == "hf":
         name = "sft_tiny"
@@ -68,11 +68,11 @@ def _generator(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny"):
     else:
         name = "vllm_sft_tiny" if fine_tuned else "vllm_tiny"
         over = [f"generator.model={sft_model}"] if fine_tuned else []
-    cfg = to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
-    return build_generator(cfg)
+    return to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
 
 
 def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_model: str = "sft:tiny") -> dict:
+    from pcr_ray.generators.base import build_generator
     from pcr_ray.sft.measure import step_validity
 
     sets = _held_out(n)
@@ -80,7 +80,7 @@ def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_mo
     for label, fine_tuned in (("base_full_prompt", False), ("sft_compact_prompt", True)):
         if label.split("_")[0] not in models:
             continue
-        gen = _generator(backend, fine_tuned, sft_model)
+        gen = build_generator(_generator_cfg(backend, fine_tuned, sft_model))
         out[label] = {}
         for ds, problems in sets.items():
             before = dict(gen.stats.extra)
@@ -110,7 +110,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--models", default="base,sft", help="which of base,sft to measure (generate)")
     ap.add_argument("--sft-model", default="sft:tiny", help="the fine-tuned model: sft:<recipe> or a folder (generate)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
+    add_dry_run(ap)
     args = ap.parse_args(argv)
+    if args.dry_run:
+        models = args.models.split(",")
+        gens = {m: _generator_cfg(args.backend, m == "sft", args.sft_model) for m in ("base", "sft") if m in models}
+        return dry_run(__file__, {**vars(args), "generators": gens})
     if args.part == "train":
         result, name = bench_train(args.steps), "bench_sft_train"
     else:
