@@ -42,6 +42,7 @@ from pcr_ray.configs import compose, to_plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.evaluate import GRADING_NOTES
 from pcr_ray.generators.base import build_generator
+from pcr_ray.generators.model_folder import resolve_model
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.pipeline.metrics import compute_metrics, error_table, markdown_table
 from pcr_ray.pipeline.search_batch import (
@@ -53,8 +54,9 @@ from pcr_ray.pipeline.search_batch import (
     worker_spec,
 )
 from pcr_ray.prm.build import build_scorer, checkpoint_path
+from pcr_ray.sft.corpus import build_corpus
 from pcr_ray.sft.measure import step_validity
-from pcr_ray.sft.train import SFTRecipe
+from pcr_ray.sft.train import SFTRecipe, run_sft
 
 
 def sft_recipe(name: str) -> SFTRecipe:
@@ -64,21 +66,19 @@ def sft_recipe(name: str) -> SFTRecipe:
 
 def fine_tune(recipe: SFTRecipe, name: str, out: Path) -> dict[str, Any]:
     """Train `recipe` into `out`; the run's summary (the counts are of the examples it trained on)."""
-    from pcr_ray.sft.corpus import build_corpus
-    from pcr_ray.sft.train import run_sft
-
     t0 = time.perf_counter()
     examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                                      recipe.formats, physics_mix=recipe.physics_mix)
     summary["recipe_name"] = name
     corpus_s = time.perf_counter() - t0
     res = run_sft(examples, recipe, out, data_summary=summary)
-    print(f"fine-tune {name}: {res.examples_used} examples ({res.cut_by_max_len_total} longer than max_len "
-          f"{recipe.max_len} left out), {res.steps} steps, {res.tokens} tokens in {res.seconds:.0f} s "
+    print(f"fine-tune {name}: {res.data['examples']} examples ({res.data['cut_by_max_len']['examples']} longer "
+          f"than max_len {recipe.max_len} left out), {res.steps} steps, {res.tokens} tokens in {res.seconds:.0f} s "
           f"({res.tokens / res.seconds:,.0f} tokens/s), loss {res.losses[0]:.2f} -> {res.losses[-1]:.2f}", flush=True)
-    return {"recipe": recipe.to_dict(), "data": res.data, "corpus_s": round(corpus_s, 2), "steps": res.steps,
-            "tokens": res.tokens, "seconds": round(res.seconds, 1), "tokens_per_s": round(res.tokens / res.seconds),
-            "first_loss": res.losses[0], "last_loss": res.losses[-1], "folder": str(out)}
+    return {"recipe": recipe.to_dict(), "data": {**summary, **res.data}, "corpus_s": round(corpus_s, 2),
+            "steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 1),
+            "tokens_per_s": round(res.tokens / res.seconds), "first_loss": res.losses[0],
+            "last_loss": res.losses[-1], "folder": str(out)}
 
 
 def held_out_validity(gen: Any, problems: list, k: int, batch: int) -> dict[str, Any]:
@@ -199,8 +199,6 @@ def main(argv: list[str]) -> int:
     if args.revision:
         result["git_revision"] = args.revision
     if recipe is not None:
-        from pcr_ray.generators.model_folder import resolve_model
-
         base = args.base or resolve_model(recipe.base_model)
         result["fine_tune"] = fine_tune(dataclasses.replace(recipe, base_model=base), args.train, Path(args.model))
     generators = {g: build_generator(gen_cfgs[g]) for g in used_gens}

@@ -31,17 +31,18 @@ def bench_train(steps: int) -> dict:
 
     recipe = quick_recipe("tiny")
     recipe = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model), max_steps=steps)
-    examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
+    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                                      recipe.formats, physics_mix=recipe.physics_mix)
-    out = {}
+    out, used = {}, {}
     for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
         _, _, res = train_model(examples, r, log_every=0)
+        used = res.data
         out[name] = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2),
                      "tokens_per_s": round(res.tokens / res.seconds, 1), "first_loss": res.losses[0],
                      "last_loss": res.losses[-1]}
         print(f"{name}: {out[name]['tokens_per_s']} tokens/s over {res.steps} steps", flush=True)
     out["lora_vs_full"] = round(out["lora_r16"]["tokens_per_s"] / out["full"]["tokens_per_s"], 3)
-    return {"train": out, "examples": summary["examples"]}
+    return {"train": out, "examples": used["examples"], "cut_by_max_len": used["cut_by_max_len"]["examples"]}
 
 
 def _held_out(n: int) -> dict[str, list]:
