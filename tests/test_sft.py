@@ -188,8 +188,17 @@ def _mean_loss(folder: str, examples: list) -> float:
         return float(target_loss(model, collate(enc, tok.pad_token_id or 0)))
 
 
+# what the tests' fine-tune (sft:test: 12 steps on 24 problems) reaches on 8 held-out problems, with a margin.
+# Measured: mean reply loss 2.84 -> 0.64 (x0.22) on 16 held-out step examples; of its 27 greedy proposals at the
+# gold prefixes, 22 (81%) parse as a step or answer and 4 (15%) pass the verifier (most name an op the registry
+# lacks): it learns the format, not the physics.
+HELD_OUT_LOSS_RATIO = 0.5
+PARSED_SHARE = 0.6
+VALID_SHARE = 0.07
+
+
 @pytest.mark.slow
-def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> None:
+def test_quick_fine_tune_lowers_the_held_out_loss_and_its_steps_pass_the_verifier() -> None:
     from pcr_ray.generators.base import ProposalRequest, build_generator
     from pcr_ray.generators.llm_common import build_call
     from pcr_ray.generators.model_folder import read_recipe, resolve_model
@@ -200,12 +209,29 @@ def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> Non
     recipe = quick_recipe("test")
     assert record["prompt"] == "compact" and record["recipe"]["max_steps"] == recipe.max_steps
     assert len(record["loss_curve"]) == recipe.max_steps and record["data"]["physics"]["seed"] >= TRAIN_SEED_MIN
-    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, 0, recipe.formats,
-                               physics_mix=recipe.physics_mix)
-    examples = examples[:16]
+    corpus, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, 0, recipe.formats,
+                             physics_mix=recipe.physics_mix)
+    data = record["data"]
+    assert data["examples"] + data["cut_by_max_len"]["examples"] == len(corpus) == sum(
+        data["by_source_format"].values()) + data["cut_by_max_len"]["examples"]
+
+    # held out: problems of an evaluation seed (never trained on), in the format the recipe trains
+    held_out = generate_problems(8, seed=0, mix=recipe.physics_mix)
+    examples = [e for p in held_out for e in problem_examples(p.id, p.text, p.gold_trace, recipe.formats)][:16]
+    assert not {e.problem_id for e in examples} & {e.problem_id for e in corpus}
     before = _mean_loss(resolve_model(recipe.base_model), examples)
     after = _mean_loss(folder, examples)
-    assert after < 0.8 * before, (before, after)
+    assert after < HELD_OUT_LOSS_RATIO * before, (before, after)
+
+    # its greedy proposals at every gold prefix of the held-out problems parse as steps (or the answer) and pass
+    # the verifier (pcr_ray.sft.measure: the project's step parser and verifier)
+    from pcr_ray.sft.measure import step_validity
+
+    greedy = build_generator({"kind": "hf", "model": "sft:test", "max_tokens": 48, "temperature": 0.0,
+                              "batch_sequences": 16})
+    m = step_validity(greedy, held_out, k=1, batch=16)
+    assert m.proposals >= 20 and m.parsed >= PARSED_SHARE * m.proposals, m.to_dict()
+    assert m.valid >= VALID_SHARE * m.proposals, m.to_dict()
 
     gen = build_generator({"kind": "hf", "model": "sft:test", "max_tokens": 48, "seed": 3})
     assert gen.identity["prompt"] == "compact"
