@@ -1,5 +1,6 @@
-"""Shared benchmark helpers (pcr_ray.bench.records): the machine, the summary JSON (command, git revision) in the
-cache and, asked, in the checkout's benchmarks/results/; puts the checkout first on sys.path."""
+"""Shared benchmark helpers (pcr_ray.bench.records, pcr_ray.bench.dry_run): the machine, the summary JSON (command,
+git revision) in the cache and, asked, in the checkout's benchmarks/results/, the --dry-run; puts the checkout first
+on sys.path."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(ROOT))
 
 from pcr_ray.bench import records  # noqa: E402
+from pcr_ray.bench.dry_run import add_dry_run, dry_run  # noqa: E402
 from pcr_ray.bench.records import git_revision, machine_info, records_path  # noqa: E402
 
-__all__ = ["RESULTS", "ROOT", "git_revision", "machine_info", "records_path", "write_result"]
+__all__ = ["RESULTS", "ROOT", "add_dry_run", "dry_run", "git_revision", "machine_info", "records_path", "write_result"]
 
 
 def write_result(name: str, result: dict, commit: bool | None = None) -> Path:

@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from _machine import machine_info, records_path, write_result
+from _machine import add_dry_run, dry_run, machine_info, records_path, write_result
 
 from pcr_ray.core.units import try_unit_info
 from pcr_ray.grading import grade_numeric
@@ -69,7 +69,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="record-file names under <cache>/bench/ (without _records.jsonl)")
     ap.add_argument("--name", default="bench_answer_vote")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     runs = [load_run(n) for n in args.runs]
     keys = sorted(set.intersection(*(set(r) for r in runs)))
     if not keys:

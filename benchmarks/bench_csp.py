@@ -15,7 +15,7 @@ import argparse
 import itertools
 import time
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 from pcr_ray.negatives.csp import CSPConfig, counterfactuals, prepare_gold, random_negatives
 
@@ -56,7 +56,10 @@ def measure(traces: list, fn, reps: int = 1) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=400)
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     cfg = CSPConfig()
     results = {}
     for name, traces in corpus(args.traces).items():

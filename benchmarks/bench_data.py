@@ -7,13 +7,14 @@ Run: .venv/bin/python benchmarks/bench_data.py [--quick]
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import sys
 import time
 
-from _machine import write_result
+from _machine import add_dry_run, dry_run, write_result
 
 from pcr_ray.core.verifier import verify
 from pcr_ray.data.givens import RuleBasedExtractor
@@ -40,11 +41,16 @@ def _timed(fn, *args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    quick = "--quick" in argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1,000 GSM8K rows and 2,000 physics problems")
+    add_dry_run(ap)
+    args = ap.parse_args(argv)
+    quick = args.quick
+    path = data_dir() / "gsm8k" / "train.jsonl"
+    if args.dry_run:
+        return dry_run(__file__, {**vars(args), "gsm8k_train": str(path), "found": path.exists()})
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    path = data_dir() / "gsm8k" / "train.jsonl"
     if not path.exists():
         print(f"GSM8K train not found at {path} (set PCR_RAY_DATA)", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 SETTING_KEYS = {"cap": int, "head_share": float, "head_per_op": int, "seed": int}
 
@@ -57,12 +57,15 @@ def main() -> None:
                     help="enumerator options, e.g. cap=96,head_share=0.9 (repeatable; "
                          f"keys {sorted(SETTING_KEYS)}; default: cap=48 and cap=96)")
     ap.add_argument("--name", default="bench_enum_coverage")
+    add_dry_run(ap)
     args = ap.parse_args()
 
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.negatives.mined import MineConfig
 
     settings = [parse_setting(s) for s in (args.setting or ["cap=48", "cap=96"])]
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, {**vars(args), "settings": settings}))
     problems = []
     for seed in args.seeds:
         pool = [p for p in generate_problems(6 * args.per_seed, seed=seed, mix=args.mix)

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _machine import add_dry_run, dry_run
 from _provenance import save
 
 HERE = Path(__file__).resolve().parent
@@ -120,6 +121,7 @@ def main() -> None:
     ap.add_argument("--name", default="bench_fuzz", help="JSON file name (without .json)")
     ap.add_argument("--jobs", type=int, default=1, help="targets fuzzed at once (one core each)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_fuzz.json")
+    add_dry_run(ap)
     args = ap.parse_args()
     from pcr_ray.paths import cache_dir
 
@@ -130,6 +132,8 @@ def main() -> None:
     engine = args.engine
     if engine == "auto":
         engine = "atheris" if _atheris_available() else "hypothesis"
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, {**vars(args), "engine": engine}, also=[fuzz_targets.__file__]))
     per = max(1, args.inputs // len(targets))
     fdir = cache_dir() / "fuzz"
     fdir.mkdir(parents=True, exist_ok=True)

@@ -16,14 +16,17 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=20, help="problems per source")
     ap.add_argument("--seed", type=int, default=2)
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     from pcr_ray.data.givens import RuleBasedExtractor, score_extraction
     from pcr_ray.data.physics import generate_problems

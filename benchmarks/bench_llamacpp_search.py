@@ -22,7 +22,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 def _stats(rows: list[Any]) -> dict[str, Any]:
@@ -65,7 +65,10 @@ def main() -> None:
     ap.add_argument("--schema-level", default="ops")
     ap.add_argument("--also-unconstrained", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.generators.llamacpp import LlamaCppGenerator

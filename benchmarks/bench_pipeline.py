@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 def _overrides(n: int, workers: int, run_dir: Path, cap: int, beam: int, seed: int, in_flight: int = 2,
@@ -76,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default="bench_pipeline", help="result name (<cache>/bench/NAME.json)")
     ap.add_argument("--tasks-in-flight", type=int, default=2,
                     help="batches queued at each search worker (pipeline.worker_tasks_in_flight)")
+    add_dry_run(ap)
     args = ap.parse_args(argv)
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import ray
 

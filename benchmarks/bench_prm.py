@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -120,7 +120,10 @@ def main() -> None:
                     "instead of scoring")
     ap.add_argument("--train-batches", type=int, default=8, help="timed training steps per precision and round")
     ap.add_argument("--train-batch-size", type=int, default=16, help="pairs per training step (train.batch_size)")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     if args.train:
         import torch
 

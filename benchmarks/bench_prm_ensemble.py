@@ -23,7 +23,7 @@ from typing import Any
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 KINDS = ("principle_swap", "variable_substitution", "alternative_step", "answer_timing")
 
@@ -34,7 +34,10 @@ def main() -> None:
     ap.add_argument("--split", default="test", choices=["train", "validation", "test"])
     ap.add_argument("--limit-per-kind", type=int, default=300)
     ap.add_argument("--name", default=None, help="result name (default: bench_prm_ensemble_SPLIT)")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import numpy as np
 

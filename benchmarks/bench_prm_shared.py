@@ -31,7 +31,7 @@ from typing import Any
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 class RecordingScorer:
@@ -258,7 +258,10 @@ def main() -> None:
     ap.add_argument("--test-pairs", type=int, default=600, help="test pairs scored (hash-drawn; 0: all)")
     ap.add_argument("--listwise-only", action="store_true", help="only the listwise training measurement")
     ap.add_argument("--name", default="bench_prm_shared")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import torch
 

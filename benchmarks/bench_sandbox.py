@@ -13,6 +13,7 @@ import statistics
 import time
 import warnings
 
+from _machine import add_dry_run, dry_run
 from _provenance import save
 
 from pcr_ray.baselines.sandbox import SandboxLimits, run_program
@@ -28,7 +29,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20, help="runs of each program in each mode")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_sandbox.json")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     warnings.simplefilter("ignore", RuntimeWarning)  # the unconfined mode's warning, once is enough here
     modes = {"bwrap": SandboxLimits(sandbox="bwrap"), "unconfined": SandboxLimits(sandbox="unconfined")}
     times: dict[str, dict[str, list[float]]] = {p: {m: [] for m in modes} for p in PROGRAMS}

@@ -5,8 +5,8 @@ PRM; best-of-n, PRM-weighted vote and majority vote read off one best_of_n run a
 DVTS run at each N; pcr_ray/pipeline/scaling.py) through the real pipeline on a local Ray, and writes the curves
 with the run's wall time. The enumerator has no tokens: generator tokens are 0, PRM tokens are the PRM tokenizer's.
 
-    .venv/bin/python benchmarks/bench_scaling.py [--problems 40] [--budgets 1 2 4 8 16] [--width 2] [--commit]
-    .venv/bin/python benchmarks/bench_scaling.py --from-run RUN_DIR [--budgets 1 2 4 8 16] [--commit]
+    .venv/bin/python benchmarks/bench_scaling.py [--problems 40] [--budgets 1 2 4 8 16] [--width 2] [--results]
+    .venv/bin/python benchmarks/bench_scaling.py --from-run RUN_DIR [--budgets 1 2 4 8 16] [--results]
 
 `--from-run` summarizes the shards of such a run (finished or cut short): best_of_n, weighted and majority at
 every budget its best_of_n run covers, beam and DVTS at the budgets whose rows are all there; the JSON lists the
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 def main() -> int:
@@ -32,10 +32,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budgets", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--width", type=int, default=2)
-    ap.add_argument("--commit", action="store_true", help="also write benchmarks/results/bench_scaling.json")
+    ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_scaling.json")
     ap.add_argument("--from-run", type=Path, default=None, help="summarize this run directory's shards instead")
     ap.add_argument("--run-revision", default="", help="with --from-run: the git revision the run was made at")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     if args.from_run is not None:
         return from_run(args)
     from pcr_ray.evaluate import compose_config, evaluate
@@ -62,7 +65,7 @@ def main() -> int:
                   (v.get("identity", {}).get("checkpoint") for k, v in metrics["actors"].items()
                    if k.startswith("pcr-prm-")), None),
               "machine": machine_info()}
-    write_result("bench_scaling", result, commit=True if args.commit else None)
+    write_result("bench_scaling", result, commit=True if args.results else None)
     return 0
 
 
@@ -106,7 +109,7 @@ def from_run(args: argparse.Namespace) -> int:
               "first_to_last_shard_s": round(wall, 1), "scaling": curves, "left_out": left_out,
               "paired": paired, "run_revision": args.run_revision or None,
               "machine": machine_info()}
-    write_result("bench_scaling", result, commit=True if args.commit else None)
+    write_result("bench_scaling", result, commit=True if args.results else None)
     return 0
 
 

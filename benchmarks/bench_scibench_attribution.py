@@ -40,6 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from _machine import add_dry_run, dry_run  # noqa: E402
 from _provenance import save  # noqa: E402
 
 CAUSES = ("givens_not_in_text", "givens_extraction", "target", "primitive", "search_ceiling", "ranking",
@@ -126,7 +127,10 @@ def main() -> None:
     ap.add_argument("--oracle-only", action="store_true", help="no PRM: the oracle run and the upstream causes only")
     ap.add_argument("--problems", type=int, default=None, help="only the first N problems (a quick check)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     from pcr_ray.data.scibench_gold import load_scibench_gold, read_gold_records
     from pcr_ray.generators.enumerate import EnumeratorGenerator

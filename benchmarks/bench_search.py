@@ -24,7 +24,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 # name -> (the quick PRM's attention, runtime, int8)
 SCORERS = {"pair-fp32": ("pair", "torch", False), "pair-int8": ("pair", "onnx", True),
@@ -43,7 +43,10 @@ def main() -> None:
     ap.add_argument("--name", default="bench_search", help="JSON file name (without .json)")
     ap.add_argument("--scorers", nargs="+", default=None, choices=sorted(SCORERS),
                     help="compare these PRM scorers (same problems, same run) instead of the one of --int8")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import torch
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch-size", type=int, default=32)
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
+    add_dry_run(ap)
     args = ap.parse_args(argv)
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import ray
     import torch  # noqa: F401  (version for the machine description)

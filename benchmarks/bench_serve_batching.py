@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--call-ms", type=float, default=40.0, help="the stand-in model's fixed cost per call")
     ap.add_argument("--pair-ms", type=float, default=0.5, help="its cost per pair")
     ap.add_argument("--max-batch-size", type=int, default=32)
+    add_dry_run(ap)
     args = ap.parse_args(argv)
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import ray
     from ray import serve

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _machine import add_dry_run, dry_run
 from _provenance import save
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -213,7 +214,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_serve_soak.json")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     import ray
     from bench_serve import _checkpoint, workload

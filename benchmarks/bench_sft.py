@@ -20,7 +20,7 @@ import dataclasses
 import itertools
 import sys
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 
 def bench_train(steps: int) -> dict:
@@ -31,17 +31,18 @@ def bench_train(steps: int) -> dict:
 
     recipe = quick_recipe("tiny")
     recipe = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model), max_steps=steps)
-    examples, summary = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
+    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                                      recipe.formats, physics_mix=recipe.physics_mix)
-    out = {}
+    out, used = {}, {}
     for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
         _, _, res = train_model(examples, r, log_every=0)
+        used = res.data
         out[name] = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2),
                      "tokens_per_s": round(res.tokens / res.seconds, 1), "first_loss": res.losses[0],
                      "last_loss": res.losses[-1]}
         print(f"{name}: {out[name]['tokens_per_s']} tokens/s over {res.steps} steps", flush=True)
     out["lora_vs_full"] = round(out["lora_r16"]["tokens_per_s"] / out["full"]["tokens_per_s"], 3)
-    return {"train": out, "examples": summary["examples"]}
+    return {"train": out, "examples": used["examples"], "cut_by_max_len": used["cut_by_max_len"]["examples"]}
 
 
 def _held_out(n: int) -> dict[str, list]:
@@ -57,9 +58,9 @@ def _held_out(n: int) -> dict[str, list]:
     return sets
 
 
-def _generator(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny"):
+def _generator_cfg(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny") -> dict:
+    """The generator config of the base (full prompt) or the fine-tuned model (compact prompt) on a backend."""
     from pcr_ray.configs import compose, to_plain
-    from pcr_ray.generators.base import build_generator
 
     if backend == "hf":
         name = "sft_tiny"
@@ -68,11 +69,11 @@ def _generator(backend: str, fine_tuned: bool, sft_model: str = "sft:tiny"):
     else:
         name = "vllm_sft_tiny" if fine_tuned else "vllm_tiny"
         over = [f"generator.model={sft_model}"] if fine_tuned else []
-    cfg = to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
-    return build_generator(cfg)
+    return to_plain(compose("evaluate", [f"generator={name}", *over]))["generator"]
 
 
 def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_model: str = "sft:tiny") -> dict:
+    from pcr_ray.generators.base import build_generator
     from pcr_ray.sft.measure import step_validity
 
     sets = _held_out(n)
@@ -80,7 +81,7 @@ def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_mo
     for label, fine_tuned in (("base_full_prompt", False), ("sft_compact_prompt", True)):
         if label.split("_")[0] not in models:
             continue
-        gen = _generator(backend, fine_tuned, sft_model)
+        gen = build_generator(_generator_cfg(backend, fine_tuned, sft_model))
         out[label] = {}
         for ds, problems in sets.items():
             before = dict(gen.stats.extra)
@@ -110,7 +111,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--models", default="base,sft", help="which of base,sft to measure (generate)")
     ap.add_argument("--sft-model", default="sft:tiny", help="the fine-tuned model: sft:<recipe> or a folder (generate)")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/")
+    add_dry_run(ap)
     args = ap.parse_args(argv)
+    if args.dry_run:
+        models = args.models.split(",")
+        gens = {m: _generator_cfg(args.backend, m == "sft", args.sft_model) for m in ("base", "sft") if m in models}
+        return dry_run(__file__, {**vars(args), "generators": gens})
     if args.part == "train":
         result, name = bench_train(args.steps), "bench_sft_train"
     else:

@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 # (problem text, book answer, its unit)
 PROBLEMS: tuple[tuple[str, float, str], ...] = (
@@ -54,11 +54,14 @@ def main() -> None:
     ap.add_argument("overrides", nargs="*", help="solve config overrides (key=value), as on the command line")
     ap.add_argument("--name", default="bench_solve")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/NAME.json")
+    add_dry_run(ap)
     args = ap.parse_args()
 
     from pcr_ray.solve import compose, load_scorer, solve
 
     cfg = compose(args.overrides)
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, {**vars(args), "config": cfg}))
     t0 = time.perf_counter()
     scorer = load_scorer(cfg["prm"])
     load_s = time.perf_counter() - t0

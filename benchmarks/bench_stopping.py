@@ -31,7 +31,7 @@ from typing import Any
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _machine import machine_info, write_result  # noqa: E402
+from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
 
 
 def _problems(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
@@ -127,7 +127,10 @@ def main() -> None:
                     help="tokens per (context, candidate); longer contexts lose tokens from their start "
                          "(default: the length the checkpoint was trained at)")
     ap.add_argument("--name", default="bench_stopping", help="result name (<cache>/bench/NAME.json)")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
     from pcr_ray.prm.scorer import PRMScorer

@@ -14,7 +14,7 @@ import copy
 import random
 import time
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 from pcr_ray.core.primitives import REGISTRY
 from pcr_ray.core.trace import parse_trace
@@ -204,7 +204,10 @@ def _interleaved(fns: dict, traces: list, seconds: float) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    add_dry_run(ap)
     args = ap.parse_args()
+    if args.dry_run:
+        raise SystemExit(dry_run(__file__, vars(args)))
     corpus, sympy_corpus = build_corpus()
     valid = sum(verify(t).ok for t in corpus)
     agree = sum(verify(t).ok == naive_verify(t) for t in corpus)

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from _machine import machine_info, write_result
+from _machine import add_dry_run, dry_run, machine_info, write_result
 
 
 def _compose_generator() -> tuple[dict, dict]:
@@ -118,14 +118,17 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--search-problems", type=int, default=4)
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_vllm.json")
+    add_dry_run(ap)
     args = ap.parse_args()
+    gen_cfg, actor_cfg = _compose_generator()
+    if args.dry_run:
+        return dry_run(__file__, {**vars(args), "generator": gen_cfg, "actor": actor_cfg})
 
     import ray
 
     from pcr_ray.pipeline import actors as act
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    gen_cfg, actor_cfg = _compose_generator()
     t0 = time.perf_counter()
     ref = act.ensure_generator(gen_cfg, actor_cfg, None)
     start_s = time.perf_counter() - t0

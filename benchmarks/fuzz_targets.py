@@ -405,7 +405,16 @@ def seed_inputs(target: str) -> list[bytes]:
     return [bytes([i]) * 8 for i in range(0, 256, 16)]
 
 
-def main_atheris(argv: list[str]) -> None:
+def main_atheris(argv: list[str]) -> int:
+    """Fuzz one target with atheris (libFuzzer flags and a corpus folder after it); --help, --dry-run."""
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip().splitlines()[-1].strip() + f"\n\nusage: fuzz_targets.py TARGET [libFuzzer flags] "
+              f"[CORPUS_DIR] | --dry-run\ntargets: {', '.join(TARGETS)}")
+        return 0 if len(argv) >= 2 else 2
+    if argv[1] == "--dry-run":
+        from _machine import dry_run
+
+        return dry_run(__file__, {"targets": TARGETS, "seed_inputs": {t: len(seed_inputs(t)) for t in TARGETS}})
     import atheris
 
     target = argv[1]
@@ -423,7 +432,8 @@ def main_atheris(argv: list[str]) -> None:
 
     atheris.Setup([argv[0], *argv[2:]], one)
     atheris.Fuzz()
+    return 0
 
 
 if __name__ == "__main__":
-    main_atheris(sys.argv)
+    sys.exit(main_atheris(sys.argv))

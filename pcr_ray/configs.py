@@ -753,7 +753,7 @@ class SFTRecipeConfig:
     epochs: float = 1.0
     lr: float = 3.0e-4
     batch_size: int = 8  # examples per step per worker
-    max_len: int = 512  # tokens; longer examples are left out
+    max_len: int = 512  # tokens; longer examples are left out, counted in sft.json (data.cut_by_max_len) and the log
     warmup: int = 10  # steps of linear warm-up, then linear decay
     lora_r: int = 0  # 0: full fine-tuning; > 0: a LoRA of this rank (merged into the saved weights)
     lora_alpha: int = 32

@@ -35,6 +35,7 @@ from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.pipeline.report import write_report
 from pcr_ray.pipeline.scaling import plot_scaling, scaling_curves, scaling_specs, scaling_table
+from pcr_ray.pipeline.search_batch import check_search_configs, parse_methods, worker_spec
 from pcr_ray.pipeline.stats import paired_table
 from pcr_ray.prm.build import checkpoint_path
 from pcr_ray.search.types import check_givens_mode
@@ -115,7 +116,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     from pcr_ray.pipeline import actors as act  # heavy: ray
 
     # heavy: pandas, pyarrow, ray
-    from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, pending_items, run_pipeline
+    from pcr_ray.pipeline.evaluate_pipeline import pending_items, run_pipeline
     from pcr_ray.pipeline.results import merge, read_results  # heavy: pyarrow
 
     cfg = check("evaluate", cfg)
@@ -166,12 +167,7 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
                     for k in used_prms}
         keep = [n for r in [*gens.values(), *prm_refs.values()] for n in r.names]
         act.release_unused(keep)
-        spec = {"generators": gens, "prms": prm_refs, "methods": specs, "search": _plain(cfg.search),
-                "grading": str(cfg.grading.mode),
-                "baselines": _plain(cfg.get("baselines")) or {}, "faults": faults,
-                "source_overrides": _plain(cfg.get("generator_source_overrides")) or {},
-                "search_source_overrides": search_source_overrides,
-                "problem_attempts": pcfg["problem_attempts"]}
+        spec = {"generators": gens, "prms": prm_refs, **worker_spec(_plain(cfg), specs)}
         show = bool(pcfg["progress"]) if progress is None else progress
         stats = run_pipeline(items, spec, pcfg, out, progress=show, run_id=uuid.uuid4().hex[:8])
         actor_info = act.actor_stats([*gens.values(), *prm_refs.values()])

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from pcr_ray.evaluate import compose_config, evaluate
 from pcr_ray.paths import conf_dir
-from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, search_config_for
+from pcr_ray.pipeline.search_batch import check_search_configs, parse_methods, search_config_for
 from tests.pipeline_util import read_rows, tiny_checkpoint
 
 EXPERIMENTS = sorted(p.stem for p in (conf_dir() / "experiment").glob("*.yaml"))

@@ -21,6 +21,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "generators": {"ray"},
     "sft": {"ray"},
     "baselines": {"ray", "torch"},
+    "pipeline/records.py": {"ray"},
+    "pipeline/search_batch.py": {"ray"},  # benchmarks/bench_one_backbone.py runs it where Ray is not installed
     "serve/app.py": {"ray"},
     "serve/models.py": {"ray", "torch"},
 }

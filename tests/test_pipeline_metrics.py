@@ -177,7 +177,7 @@ def test_dataset_limit_method_specs_and_method_major_work_items():
     from omegaconf import OmegaConf
 
     from pcr_ray.evaluate import compose_config, load_problems
-    from pcr_ray.pipeline.evaluate_pipeline import parse_methods, work_items
+    from pcr_ray.pipeline.search_batch import parse_methods, work_items
 
     cfg = compose_config(["experiment=smoke", "dataset.limit=2"])
     problems = load_problems(OmegaConf.to_container(cfg.dataset))
@@ -201,7 +201,7 @@ def test_dataset_limit_method_specs_and_method_major_work_items():
 
 
 def test_search_options_by_source_sit_between_the_search_group_and_the_method():
-    from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods, search_config_for
+    from pcr_ray.pipeline.search_batch import check_search_configs, parse_methods, search_config_for
 
     nsprm, greedy, direct = parse_methods(["nsprm", "greedy", "direct@llm"], method_overrides={"greedy": {"k": 3}})
     search = {"beam_width": 2, "aggregate": "min", "k": 8}

@@ -18,7 +18,7 @@ from pcr_ray.baselines import BASELINES, run_baseline
 from pcr_ray.data import DATA_SOURCES, load_dataset
 from pcr_ray.generators import GENERATORS, GeneratorBackend, backend_of, build_generator
 from pcr_ray.generators.base import GeneratorStats, ProposalRequest
-from pcr_ray.pipeline.evaluate_pipeline import parse_methods
+from pcr_ray.pipeline.search_batch import parse_methods
 from pcr_ray.prm.build import SCORERS, build_scorer
 from pcr_ray.registry import Registry, UnknownNameError
 from pcr_ray.search import STRATEGIES, SearchConfig, search_strategy

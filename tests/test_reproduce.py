@@ -27,7 +27,7 @@ def _steps(*overrides: str):
 @pytest.mark.parametrize("scale", ["cpu", "paper"])
 def test_every_evaluate_step_composes_and_builds_its_search_configs(scale, tmp_path):
     from pcr_ray.evaluate import compose_config
-    from pcr_ray.pipeline.evaluate_pipeline import check_search_configs, parse_methods
+    from pcr_ray.pipeline.search_batch import check_search_configs, parse_methods
 
     steps = _steps(f"scale={scale}", f"out={tmp_path}")
     names = [s.name for s in steps]

@@ -203,7 +203,7 @@ def test_signal_exit_codes_are_read_back() -> None:
 
 def test_evaluate_refuses_pyexec_without_bwrap_before_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pcr_ray.evaluate as ev
-    from pcr_ray.pipeline.evaluate_pipeline import parse_methods
+    from pcr_ray.pipeline.search_batch import parse_methods
 
     def no_ray(*a, **k):
         raise AssertionError("evaluate started Ray before refusing")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -110,11 +111,68 @@ def test_training_seeds_are_disjoint_from_every_evaluation_seed() -> None:
         training_problems(5, physics_seed=0, gsm8k_train=0)
 
 
-def test_corpus_summary_counts_every_format() -> None:
-    examples, summary = build_corpus(6, TRAIN_SEED_MIN, 0, ("step", "python", "direct"))
-    assert summary["examples"] == len(examples) == sum(summary["by_source_format"].values())
-    assert summary["by_source_format"]["physics/direct"] == 6
-    assert summary["gsm8k_train"]["problems"] == 0
+def test_corpus_summary_counts_what_the_corpus_holds(data_dir: Path, tmp_path: Path) -> None:
+    examples, summary = build_corpus(6, TRAIN_SEED_MIN, 5, ("step", "python", "direct"))
+    by = summary["by_source_format"]
+    assert summary["examples"] == len(examples) == sum(by.values())
+    physics = generate_problems(6, seed=TRAIN_SEED_MIN, mix="all")
+    assert by["physics/direct"] == summary["physics"]["problems"] == 6
+    assert by["physics/step"] == sum(len(p.gold_trace["steps"]) + 1 for p in physics)
+    assert by["gsm8k/direct"] == summary["gsm8k_train"]["problems"] == 5 and summary["problems"] == 11
+    assert 0 < by.get("physics/python", 0) <= 6 and by["gsm8k/python"] == 5
+
+    # a train file with fewer convertible problems than asked for: the summary counts what the corpus holds
+    (tmp_path / "gsm8k").mkdir()
+    rows = (data_dir / "gsm8k" / "train.jsonl").read_text().splitlines()[:4]
+    (tmp_path / "gsm8k" / "train.jsonl").write_text("\n".join(rows) + "\n")
+    from pcr_ray.data.readers import iter_gsm8k
+
+    convertible = sum(1 for p in iter_gsm8k("train", tmp_path) if p.gold_trace)
+    examples, summary = build_corpus(0, TRAIN_SEED_MIN, 50, ("direct",), data_dir=str(tmp_path))
+    assert 0 < convertible <= 4
+    assert summary["gsm8k_train"]["problems"] == summary["examples"] == len(examples) == convertible
+    assert summary["physics"]["problems"] == 0
+
+
+def _recipe(**over: object):
+    from pcr_ray.sft.quick import quick_recipe
+
+    return dataclasses.replace(quick_recipe("test"), physics_seed=TRAIN_SEED_MIN, physics_mix="all", **over)
+
+
+def test_examples_longer_than_max_len_are_counted_in_sft_json_and_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    from collections import Counter
+
+    from transformers import AutoTokenizer
+
+    from pcr_ray.generators.model_folder import resolve_model
+    from pcr_ray.sft.corpus import source_format
+    from pcr_ray.sft.train import SFTResult, encode, fit_max_len, sft_record
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("tiny:smollm2"))
+    examples, corpus = build_corpus(6, TRAIN_SEED_MIN, 0, ("step", "trace", "python", "direct"))
+    lengths = [len(encode(tok, ex, 10**6)[0]) for ex in examples]
+    max_len = sorted(lengths)[len(lengths) * 3 // 4]  # about a quarter of the examples are longer
+    long = [ex for ex, n in zip(examples, lengths, strict=True) if n > max_len]
+    with caplog.at_level("WARNING", logger="pcr_ray.sft.train"):
+        encoded, data = fit_max_len(tok, examples, _recipe(max_len=max_len))
+    cut = data["cut_by_max_len"]
+    assert long and cut["examples"] == len(long) == len(examples) - len(encoded) and cut["max_len"] == max_len
+    assert cut["by_source_format"] == dict(Counter(source_format(ex) for ex in long))
+    assert all(len(ids) <= max_len for ids, _ in encoded)
+    assert data["examples"] == len(encoded) == sum(data["by_source_format"].values())
+    assert data["examples"] + cut["examples"] == corpus["examples"]
+    kept_ids = {ex.problem_id for ex, n in zip(examples, lengths, strict=True) if n <= max_len}
+    assert data["physics"]["problems"] == data["problems"] == len(kept_ids)
+    assert f"{len(long)} of {len(examples)} examples are longer than max_len={max_len}" in caplog.text
+
+    # sft.json: the corpus' own keys kept, every count the one trained on
+    record = sft_record(_recipe(max_len=max_len), SFTResult(Path(), data=data), {**corpus, "recipe_name": "sft:x"})
+    assert record["data"] == {**data, "recipe_name": "sft:x"}
+    assert record["recipe"]["max_len"] == max_len
+
+    _, data = fit_max_len(tok, examples, _recipe(max_len=max(lengths)))
+    assert data["cut_by_max_len"]["examples"] == 0 and data == {**corpus, "cut_by_max_len": data["cut_by_max_len"]}
 
 
 def _mean_loss(folder: str, examples: list) -> float:
@@ -130,8 +188,17 @@ def _mean_loss(folder: str, examples: list) -> float:
         return float(target_loss(model, collate(enc, tok.pad_token_id or 0)))
 
 
+# what the tests' fine-tune (sft:test: 12 steps on 24 problems) reaches on 8 held-out problems, with a margin.
+# Measured: mean reply loss 2.84 -> 0.64 (x0.22) on 16 held-out step examples; of its 27 greedy proposals at the
+# gold prefixes, 22 (81%) parse as a step or answer and 4 (15%) pass the verifier (most name an op the registry
+# lacks): it learns the format, not the physics.
+HELD_OUT_LOSS_RATIO = 0.5
+PARSED_SHARE = 0.6
+VALID_SHARE = 0.07
+
+
 @pytest.mark.slow
-def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> None:
+def test_quick_fine_tune_lowers_the_held_out_loss_and_its_steps_pass_the_verifier() -> None:
     from pcr_ray.generators.base import ProposalRequest, build_generator
     from pcr_ray.generators.llm_common import build_call
     from pcr_ray.generators.model_folder import read_recipe, resolve_model
@@ -142,12 +209,29 @@ def test_quick_fine_tune_lowers_the_loss_and_loads_in_the_cpu_generator() -> Non
     recipe = quick_recipe("test")
     assert record["prompt"] == "compact" and record["recipe"]["max_steps"] == recipe.max_steps
     assert len(record["loss_curve"]) == recipe.max_steps and record["data"]["physics"]["seed"] >= TRAIN_SEED_MIN
-    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, 0, recipe.formats,
-                               physics_mix=recipe.physics_mix)
-    examples = examples[:16]
+    corpus, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, 0, recipe.formats,
+                             physics_mix=recipe.physics_mix)
+    data = record["data"]
+    assert data["examples"] + data["cut_by_max_len"]["examples"] == len(corpus) == sum(
+        data["by_source_format"].values()) + data["cut_by_max_len"]["examples"]
+
+    # held out: problems of an evaluation seed (never trained on), in the format the recipe trains
+    held_out = generate_problems(8, seed=0, mix=recipe.physics_mix)
+    examples = [e for p in held_out for e in problem_examples(p.id, p.text, p.gold_trace, recipe.formats)][:16]
+    assert not {e.problem_id for e in examples} & {e.problem_id for e in corpus}
     before = _mean_loss(resolve_model(recipe.base_model), examples)
     after = _mean_loss(folder, examples)
-    assert after < 0.8 * before, (before, after)
+    assert after < HELD_OUT_LOSS_RATIO * before, (before, after)
+
+    # its greedy proposals at every gold prefix of the held-out problems parse as steps (or the answer) and pass
+    # the verifier (pcr_ray.sft.measure: the project's step parser and verifier)
+    from pcr_ray.sft.measure import step_validity
+
+    greedy = build_generator({"kind": "hf", "model": "sft:test", "max_tokens": 48, "temperature": 0.0,
+                              "batch_sequences": 16})
+    m = step_validity(greedy, held_out, k=1, batch=16)
+    assert m.proposals >= 20 and m.parsed >= PARSED_SHARE * m.proposals, m.to_dict()
+    assert m.valid >= VALID_SHARE * m.proposals, m.to_dict()
 
     gen = build_generator({"kind": "hf", "model": "sft:test", "max_tokens": 48, "seed": 3})
     assert gen.identity["prompt"] == "compact"
@@ -214,13 +298,21 @@ def test_unknown_quick_fine_tune_names_the_known_ones() -> None:
 def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # noqa: ARG001
     from pcr_ray.configs import compose, to_plain
     from pcr_ray.sft.command import build_trainer
+    from pcr_ray.sft.train import SFTRecipe
 
     cfg = to_plain(compose("sft", ["sft_recipe=qwen_math_1_5b_lora", "scaling.num_workers=4", "scaling.use_gpu=true",
                                    "sft_recipe.physics_problems=4", "sft_recipe.gsm8k_train=0"]))
     trainer, examples, recipe = build_trainer(cfg)
-    assert recipe.lora_r == 64 and recipe.bf16 and recipe.base_model == "Qwen/Qwen2.5-Math-1.5B-Instruct"
+    # what each worker gets: the corpus the recipe names, the recipe itself (base model resolved), one GPU each
+    expected, summary = build_corpus(4, recipe.physics_seed, 0, recipe.formats, physics_mix=recipe.physics_mix)
+    loop = trainer.train_loop_config
+    assert [vars(e) for e in examples] == [vars(e) for e in expected] == loop["examples"]
+    assert {e.problem_id.split("/")[0] for e in examples} == {"physics"}
+    assert {"step", "trace", "direct"} <= {e.fmt for e in examples} <= set(recipe.formats)
+    assert loop["data_summary"] == {**summary, "recipe_name": "qwen_math_1_5b_lora"}
+    assert SFTRecipe.from_config(loop["recipe"]) == recipe  # a hub name resolves to itself: the worker's recipe
     sc = trainer.scaling_config
-    assert sc.num_workers == 4 and sc.use_gpu and examples
+    assert sc.num_workers == 4 and sc.resources_per_worker == {"CPU": cfg["scaling"]["cpus_per_worker"], "GPU": 1}
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.bench.dry_run import add_dry_run, dry_run
 from pcr_ray.bench.records import git_revision, machine_info
 from pcr_ray.configs import to_plain
 from pcr_ray.core.trace import parse_trace
@@ -126,10 +127,14 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     ap.add_argument("--out", default=None, help="folder for the JSON and parquet (default: <cache>/first_error)")
     ap.add_argument("--results", action="store_true",
                     help="also write benchmarks/results/<name>.json (from a checkout: benchmarks/bench_first_error.py)")
+    add_dry_run(ap)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
     if args.results and results_dir is None:
         ap.error("--results writes a checkout's benchmarks/results/: run benchmarks/bench_first_error.py")
+    if args.dry_run:
+        prm = to_plain(compose_config(list(args.prm)))["prm"] if args.prm else None
+        return dry_run(__file__, {**vars(args), "prm_config": prm})
 
     t_all = time.perf_counter()
     out_dir = Path(args.out) if args.out else cache_dir() / "first_error"

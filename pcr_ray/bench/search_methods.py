@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.bench.dry_run import add_dry_run, dry_run
 from pcr_ray.bench.records import machine_info, records_path, write_result
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.data.readers import load_dataset
@@ -145,9 +146,12 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     ap.add_argument("--name", default="bench_search_methods", help="result name (<cache>/bench/NAME.json)")
     ap.add_argument("--out", default=None, help="a run folder: also write the summary to OUT/NAME.json "
                     "(pcr-ray listwise-rounds' last step)")
+    add_dry_run(ap)
     args = ap.parse_args(argv)
     if args.oracle and args.givens != "gold":
         ap.error("--oracle scores by the gold path, whose contexts carry the gold givens: add --givens gold")
+    if args.dry_run:
+        return dry_run(__file__, vars(args))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
 

@@ -28,6 +28,7 @@ from pcr_ray.commands.hydra_app import run_hydra
 from pcr_ray.configs import to_plain
 from pcr_ray.generators.base import backend_of
 from pcr_ray.pipeline.ray_runtime import init_ray
+from pcr_ray.pipeline.search_batch import parse_methods
 
 EPS = 1e-9
 
@@ -94,9 +95,6 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
     """The actor pools a composed evaluate config (plain dict) starts: model actors of the generators and PRMs its
     methods use, and the search worker pool."""
     from pcr_ray.pipeline.actors import generator_runs_locally, vllm_placement  # heavy: ray
-
-    # heavy: pandas, pyarrow, ray
-    from pcr_ray.pipeline.evaluate_pipeline import parse_methods
 
     specs = parse_methods(cfg["methods"], cfg["method_generators"], cfg["method_overrides"], cfg["method_prms"])
     gens = {"default": cfg["generator"], **cfg["generators"]}

@@ -141,7 +141,7 @@ def search_record(row: Mapping[str, Any], res: Any) -> dict[str, Any]:
     if cands and isinstance(cands[-1], dict) and cands[-1].get("kind") in ("direct", "python"):
         out["raw_output"] = str(cands[-1].get("candidate", ""))[:2000]
     for k in ("n_parsed", "n_verified", "n_scored", "n_cache_hits", "retries", "backtracks", "gen_s", "verify_s",
-              "prm_s", "score", "final_diagnostics", "reject_codes", "answer_name"):
+              "prm_s", "score", "final_diagnostics", "reject_codes", "round_stats", "answer_name"):
         if k in rec:
             out[k] = rec[k]
     samples = _loads(rec.get("samples"), [])

@@ -31,7 +31,8 @@ def ray_sft_loop(config: dict[str, Any]) -> None:
     examples = [SFTExample(**e) for e in config["examples"]]
     model, tok, result = train_model(examples, recipe, prepare=prepare_model, shard=(rank, world))
     metrics = {"loss": result.losses[-1], "steps": result.steps, "tokens": result.tokens,
-               "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else 0.0}
+               "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else 0.0,
+               "examples": result.data["examples"], "cut_by_max_len": result.data["cut_by_max_len"]["examples"]}
     if rank == 0:
         with tempfile.TemporaryDirectory() as tmp:
             result.folder = Path(tmp) / "model"
@@ -89,9 +90,11 @@ def sft(cfg: Any) -> dict[str, Any]:
             put_folder(src, output)
         else:
             install_checkpoint(src, Path(output))
-    out = {"folder": output, "examples": len(examples), "metrics": dict(result.metrics or {}),
-           "seconds": round(time.perf_counter() - t0, 1)}
-    print(f"[sft] {output}: loss {out['metrics'].get('loss')}, {out['metrics'].get('tokens_per_s')} tokens/s, "
+    metrics = dict(result.metrics or {})
+    out = {"folder": output, "examples": metrics.get("examples"), "cut_by_max_len": metrics.get("cut_by_max_len"),
+           "metrics": metrics, "seconds": round(time.perf_counter() - t0, 1)}
+    print(f"[sft] {output}: {out['examples']} of {len(examples)} examples trained on ({out['cut_by_max_len']} "
+          f"longer than max_len), loss {metrics.get('loss')}, {metrics.get('tokens_per_s')} tokens/s, "
           f"{out['seconds']}s", flush=True)
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from pcr_ray.data.physics import generate_problems
@@ -40,11 +41,27 @@ def gsm8k_train_found(data_dir: str | None = None) -> bool:
 
 def build_corpus(physics_problems: int, physics_seed: int, gsm8k_train: int, formats: tuple[str, ...],
                  data_dir: str | None = None, physics_mix: str = "all") -> tuple[list[SFTExample], dict[str, Any]]:
-    """The examples and a summary of them (counts by source and format, the seeds) for sft.json."""
+    """The examples and a summary of them (corpus_summary) for sft.json."""
     problems = training_problems(physics_problems, physics_seed, gsm8k_train, data_dir, physics_mix)
     examples = corpus_examples(problems, formats)
-    by = Counter(f"{ex.problem_id.split('/')[0]}/{ex.fmt}" for ex in examples)
-    summary = {"physics": {"problems": physics_problems, "seed": physics_seed, "mix": physics_mix, "split": "train"},
-               "gsm8k_train": {"problems": gsm8k_train if gsm8k_train_found(data_dir) else 0, "split": "train"},
-               "problems": len(problems), "examples": len(examples), "by_source_format": dict(sorted(by.items()))}
-    return examples, summary
+    return examples, corpus_summary(examples, physics_seed, physics_mix)
+
+
+def source_format(ex: SFTExample) -> str:
+    """'source/format' of an example (physics/step, gsm8k/python, ...): how sft.json counts examples."""
+    return f"{ex.problem_id.split('/')[0]}/{ex.fmt}"
+
+
+def corpus_summary(examples: Sequence[SFTExample], physics_seed: int, physics_mix: str) -> dict[str, Any]:
+    """Counts of these examples, never of what was asked for: the problems of each source they come from (a GSM8K
+    train file shorter than the recipe's gsm8k_train gives fewer), the examples, by source and format; the seed
+    and template mix of the physics."""
+    ids: dict[str, set[str]] = {}
+    for ex in examples:
+        ids.setdefault(ex.problem_id.split("/")[0], set()).add(ex.problem_id)
+    by = Counter(source_format(ex) for ex in examples)
+    return {"physics": {"problems": len(ids.get("physics", ())), "seed": physics_seed, "mix": physics_mix,
+                        "split": "train"},
+            "gsm8k_train": {"problems": len(ids.get("gsm8k", ())), "split": "train"},
+            "problems": sum(len(v) for v in ids.values()), "examples": len(examples),
+            "by_source_format": dict(sorted(by.items()))}

@@ -13,6 +13,7 @@ import logging
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from pcr_ray.configs import SFTRecipeConfig, frozen_view
 from pcr_ray.generators.model_folder import SFT_RECORD
+from pcr_ray.sft.corpus import corpus_summary, source_format
 from pcr_ray.sft.examples import SFTExample
 
 log = logging.getLogger(__name__)
@@ -52,10 +54,13 @@ class SFTResult:
     target_tokens: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    # what it trained on (corpus_summary of the examples that fit max_len) and what max_len cut: sft.json's `data`
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 def encode(tokenizer: Any, ex: SFTExample, max_len: int) -> tuple[list[int], list[int]] | None:
-    """(input ids, labels) of one example, labels IGNORE over the prompt; None when it does not fit max_len."""
+    """(input ids, labels) of one example, labels IGNORE over the prompt; None when it is longer than max_len
+    tokens (the caller counts it: fit_max_len)."""
     messages = list(ex.messages)
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     full = tokenizer.apply_chat_template(messages + [{"role": "assistant", "content": ex.target}], tokenize=False)
@@ -64,9 +69,36 @@ def encode(tokenizer: Any, ex: SFTExample, max_len: int) -> tuple[list[int], lis
                          "fine-tuning needs a template whose reply follows the generation prompt")
     p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     f_ids = tokenizer(full.rstrip("\n"), add_special_tokens=False)["input_ids"]
-    if len(f_ids) > max_len or len(f_ids) <= len(p_ids):
+    if len(f_ids) <= len(p_ids):
+        raise ValueError(f"example {ex.problem_id} ({ex.fmt}) renders no reply tokens: its target is empty")
+    if len(f_ids) > max_len:
         return None
     return f_ids, [IGNORE] * len(p_ids) + f_ids[len(p_ids):]
+
+
+def fit_max_len(tokenizer: Any, examples: Sequence[SFTExample], recipe: SFTRecipe
+                ) -> tuple[list[tuple[list[int], list[int]]], dict[str, Any]]:
+    """The encoded examples that fit recipe.max_len, and sft.json's `data` of them: their corpus_summary (the
+    problems, examples and formats trained on) with `cut_by_max_len`, the examples left out as too long (count,
+    by source and format). The cut is logged: a warning when there is one."""
+    encoded, kept, cut = [], [], Counter()
+    for ex in examples:
+        e = encode(tokenizer, ex, recipe.max_len)
+        if e is None:
+            cut[source_format(ex)] += 1
+        else:
+            encoded.append(e)
+            kept.append(ex)
+    data = {**corpus_summary(kept, recipe.physics_seed, recipe.physics_mix),
+            "cut_by_max_len": {"examples": sum(cut.values()), "max_len": recipe.max_len,
+                               "by_source_format": dict(sorted(cut.items()))}}
+    if cut:
+        log.warning("[sft] %d of %d examples are longer than max_len=%d tokens and are left out (%s); "
+                    "sft_recipe.max_len keeps them", sum(cut.values()), len(examples), recipe.max_len,
+                    ", ".join(f"{k} {v}" for k, v in sorted(cut.items())))
+    else:
+        log.info("[sft] all %d examples fit max_len=%d tokens", len(examples), recipe.max_len)
+    return encoded, data
 
 
 def batches(encoded: Sequence[tuple[list[int], list[int]]], batch_size: int, seed: int
@@ -147,9 +179,9 @@ def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: C
     model, tok = load_base(recipe)
     model = prepare(model)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    encoded = [e for e in (encode(tok, ex, recipe.max_len) for ex in examples) if e is not None]
+    encoded, data = fit_max_len(tok, examples, recipe)
     if not encoded:
-        raise ValueError(f"no example fits max_len={recipe.max_len} tokens")
+        raise ValueError(f"no example fits max_len={recipe.max_len} tokens (sft_recipe.max_len)")
     total = max(1, math.ceil(math.ceil(len(encoded) / recipe.batch_size) / shard[1] * recipe.epochs))
     if recipe.max_steps:
         total = min(total, recipe.max_steps)
@@ -158,7 +190,7 @@ def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: C
     opt = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=0.0)
     warm = max(1, recipe.warmup)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.05, 1 - s / total))
-    result = SFTResult(Path())
+    result = SFTResult(Path(), data=data)
     model.train()
     device = next(model.parameters()).device
     t0 = time.perf_counter()
@@ -191,7 +223,7 @@ def run_sft(examples: Sequence[SFTExample], recipe: SFTRecipe, out: Path, *, dat
 
 
 def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> None:
-    """The fine-tuned weights (a LoRA merged in), the tokenizer and sft.json: recipe, data, loss curve, speed."""
+    """The fine-tuned weights (a LoRA merged in), the tokenizer and sft.json (sft_record)."""
     import torch  # heavy: torch
 
     inner = getattr(model, "module", model)  # DDP
@@ -200,9 +232,14 @@ def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summar
     result.folder.mkdir(parents=True, exist_ok=True)
     inner.to(torch.bfloat16).save_pretrained(str(result.folder), safe_serialization=True)
     tok.save_pretrained(str(result.folder))
-    record = {"recipe": recipe.to_dict(), "data": data_summary, "prompt": recipe.prompt,
-              "base_model": recipe.base_model, "loss_curve": result.losses, "steps": result.steps,
-              "tokens": result.tokens, "target_tokens": result.target_tokens,
-              "seconds": round(result.seconds, 1),
-              "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else None}
-    (result.folder / SFT_RECORD).write_text(json.dumps(record, indent=1))
+    (result.folder / SFT_RECORD).write_text(json.dumps(sft_record(recipe, result, data_summary), indent=1))
+
+
+def sft_record(recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> dict[str, Any]:
+    """sft.json: the recipe, the data trained on (the corpus' own keys, e.g. recipe_name, then the counts of what
+    the loop used and what max_len cut), the loss curve, tokens and speed."""
+    return {"recipe": recipe.to_dict(), "data": {**data_summary, **result.data}, "prompt": recipe.prompt,
+            "base_model": recipe.base_model, "loss_curve": result.losses, "steps": result.steps,
+            "tokens": result.tokens, "target_tokens": result.target_tokens,
+            "seconds": round(result.seconds, 1),
+            "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else None}
