@@ -108,7 +108,7 @@ def test_killed_workers_and_model_actor_are_restarted_and_a_failing_problem_beco
         ray_session, tiny_prm, tmp_path):
     run = tmp_path / "faults"
     markers = {site: tmp_path / f"{site}.marker" for site in ("search_worker", "prm_actor")}
-    bad = "physics/1/2/inelastic_collision"
+    bad = "physics/1/2/catch_up"
     overrides = smoke_overrides(run, tiny_prm, *(f"+pipeline.faults.{s}={p}" for s, p in markers.items()),
                                 f"+pipeline.faults.raise_for_problem={bad}")
     evaluate(compose_config(overrides))
@@ -128,7 +128,7 @@ def test_killed_workers_and_model_actor_are_restarted_and_a_failing_problem_beco
 
 def test_a_problem_that_always_kills_its_worker_is_recorded_and_the_rest_complete(ray_session, tmp_path):
     run = tmp_path / "doomed"
-    doomed = "physics/1/0/weight"
+    doomed = "physics/1/0/incline_slide"
     overrides = smoke_overrides(run, None, "methods=[verifier_only]", f"+pipeline.faults.exit_for_problem={doomed}",
                                 "pipeline.worker_max_restarts=1", "pipeline.worker_max_task_retries=1",
                                 "pipeline.rounds=2")
