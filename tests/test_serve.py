@@ -353,9 +353,10 @@ def test_mutated_traces_never_5xx(client, data) -> None:
 @pytest.mark.ray
 @pytest.mark.slow
 def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
-    """The PRM deployment on real Serve, with a slow stand-in model: a lone request is scored at once; requests
-    arriving one by one while a model call runs go into the next call together (up to the cap), each caller
-    gets its own scores, every call runs on the one forward thread, and a failing call fails only its callers."""
+    """The PRM deployment on real Serve, with a stand-in model whose calls can be held: a lone request is scored at
+    once; the requests that arrive while a model call runs go into the next calls together (up to the cap), each
+    caller gets its own scores, every call runs on the one forward thread, and a failing call fails only its callers.
+    The model call is held open on an event until every request is waiting, so no timing decides the batches."""
     import threading
     import time
 
@@ -363,42 +364,63 @@ def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
 
     from pcr_ray.serve.deploy import PRMScorerDeployment
 
-    class SlowScorer:
+    class GatedScorer:
         identity: dict = {}
 
         def __init__(self) -> None:
             self.calls: list[int] = []
             self.threads: set[str] = set()
+            self.gate = threading.Event()
+            self.gate.set()
 
         def score(self, pairs: list[tuple[str, str]]) -> list[float]:
             self.calls.append(len(pairs))
             self.threads.add(threading.current_thread().name)
-            time.sleep(0.1)
+            if not self.gate.wait(timeout=120):
+                raise TimeoutError("the test never released the held model call")
             if any(c == "boom" for c, _ in pairs):
                 raise ValueError("boom")
             return [float(len(c) + len(s)) for c, s in pairs]
 
-    @serve.deployment(name="SlowPRM", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
-    class SlowPRM(PRMScorerDeployment.func_or_class):
+    @serve.deployment(name="GatedPRM", max_ongoing_requests=64, ray_actor_options={"num_cpus": 0})
+    class GatedPRM(PRMScorerDeployment.func_or_class):
         def __init__(self, max_batch_size: int) -> None:
-            self.scorer = SlowScorer()
+            self.scorer = GatedScorer()
             self._init_batching(max_batch_size)
+
+        def hold(self) -> None:
+            self.scorer.gate.clear()
+
+        def release(self) -> None:
+            self.scorer.gate.set()
+
+        def waiting(self) -> int:
+            return self._in_flight
 
         def seen(self) -> dict:
             return {"calls": self.scorer.calls, "threads": sorted(self.scorer.threads), "stats": self.stats()}
+
+    def until(what, check) -> None:  # a hang guard, not a timing claim
+        deadline = time.monotonic() + 120
+        while not check():
+            assert time.monotonic() < deadline, f"the deployment never reached: {what}"
+            time.sleep(0.05)
 
     from ray.serve.context import _get_global_client
 
     owns_serve = _get_global_client(raise_if_no_controller_running=False) is None
     if owns_serve:  # no HTTP proxy: the test talks to the deployment through its handle
         serve.start(proxy_location="Disabled")
-    handle = serve.run(SlowPRM.bind(4), name="slow_prm", route_prefix=None)
+    handle = serve.run(GatedPRM.bind(4), name="gated_prm", route_prefix=None)
     try:
         assert handle.score.remote([("a", "b")]).result(timeout_s=60) == [2.0]  # alone: scored at once
-        pending = []
-        for i in range(1, 21):  # one request every 10 ms against 100 ms model calls
-            pending.append(handle.score.remote([("c" * i, "s"), ("x", "y" * i)]))
-            time.sleep(0.01)
+        handle.hold.remote().result(timeout_s=60)
+        held = handle.score.remote([("h", "x")])
+        until("the held call running", lambda: len(handle.seen.remote().result(timeout_s=60)["calls"]) == 2)
+        pending = [handle.score.remote([("c" * i, "s"), ("x", "y" * i)]) for i in range(1, 21)]
+        until("20 requests waiting behind it", lambda: handle.waiting.remote().result(timeout_s=60) == 21)
+        handle.release.remote().result(timeout_s=60)
+        assert held.result(timeout_s=60) == [2.0]
         got = [r.result(timeout_s=60) for r in pending]
         assert got == [[float(i + 1), float(1 + i)] for i in range(1, 21)]
         with pytest.raises(ValueError, match="boom"):
@@ -407,13 +429,13 @@ def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
         assert handle.score.remote([]).result(timeout_s=60) == []
         seen = handle.seen.remote().result(timeout_s=60)
     finally:
-        serve.delete("slow_prm")
+        serve.delete("gated_prm")
         if owns_serve:
             serve.shutdown()
     calls, stats = seen["calls"], seen["stats"]
-    assert calls[0] == 1 and max(calls) == 2 * 4, calls  # the cap: 4 requests of 2 pairs
-    assert stats["requests"] == 1 + 20 + 1 and stats["max_requests_per_batch"] == 4
-    assert stats["batches"] <= 1 + 20 // 2 + 1, calls  # one request per call would make 22 calls
+    assert calls[:2] == [1, 1] and max(calls) == 2 * 4, calls  # the cap: 4 requests of 2 pairs
+    assert stats["requests"] == 1 + 1 + 20 + 1 and stats["max_requests_per_batch"] == 4
+    assert stats["batches"] <= 2 + 20 // 2 + 1, calls  # one request per call would make 23 calls
     assert seen["threads"] == ["prm-forward_0"], "every model call on the one forward thread"
 
 
