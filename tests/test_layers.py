@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pcr_ray.bench.dry_run import imports_of
+
 PKG = Path(__file__).resolve().parent.parent / "pcr_ray"
 
 # folder or module (relative to pcr_ray/) -> top-level packages it must never import, anywhere in the file
@@ -34,17 +36,6 @@ def _modules() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, module, imported names) of every import statement in a file, nested ones included."""
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out.extend((node.lineno, a.name, []) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.append((node.lineno, node.module, [a.name for a in node.names]))
-    return out
-
-
 def _rules_for(rel: str) -> set[str]:
     banned: set[str] = set()
     for key, mods in FORBIDDEN.items():
@@ -58,7 +49,7 @@ def test_layers_import_only_what_they_may() -> None:
     for path in _modules():
         rel = path.relative_to(PKG).as_posix()
         banned = set() if rel in ALLOWED else _rules_for(rel)
-        for line, mod, _ in _imports(path):
+        for line, mod, _ in imports_of(path):
             if mod.split(".")[0] in banned:
                 bad.append(f"pcr_ray/{rel}:{line} imports {mod}")
     assert not bad, "layer rule broken (docs/development.md#layout):\n" + "\n".join(bad)

@@ -21,7 +21,7 @@ def add_dry_run(ap: argparse.ArgumentParser) -> None:
                     "every import resolves; print the plan, build no model, run nothing")
 
 
-def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+def imports_of(path: Path) -> list[tuple[int, str, list[str]]]:
     """(line, module, names taken from it) of every absolute import in a file, nested ones included."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -43,7 +43,7 @@ def broken_imports(path: str | Path) -> tuple[list[str], list[str]]:
     third-party packages not installed in this environment (optional ones: llama.cpp, vLLM, atheris)."""
     path = Path(path).resolve()
     broken, absent = [], set()
-    for line, module, names in _imports(path):
+    for line, module, names in imports_of(path):
         where = f"{path.name}:{line}"
         if not _own(module, path.parent):
             if importlib.util.find_spec(module.split(".")[0]) is None:
