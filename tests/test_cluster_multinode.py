@@ -3,7 +3,7 @@ two worker nodes that declare one GPU each (Ray schedules them without CUDA), `r
 own ports and token, each node with a cache folder of its own (no shared disk to work by accident).
 
 - `ray job submit --runtime-env cluster/runtime_env.yaml -- <cluster/rayjob.yaml's entrypoint> generator=vllm_tiny
-  ...` (the documented command, with the KubeRay job's entrypoint) runs NS-PRM and the direct baseline to the end
+  ...` (the documented command, with the KubeRay job's entrypoint) runs NS-PRM, PRM-only and direct to the end
   with the real vLLM engine (on CPU), the engine and the PRM actor on the worker nodes, the PRM checkpoint shipped
   from the driver to the node that scores; the job's driver joins the head started here, with its token;
 - the KubeRay job's runtime env is the documented one (same env vars; its working dir is the image's checkout);
@@ -30,12 +30,13 @@ from tests.pipeline_util import read_metrics, read_rows, tiny_checkpoint  # noqa
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-# the engine and the PRM actor (nsprm) and a baseline on the engine alone (direct); every method of paper_table runs
+# the engine and the PRM actor (nsprm; prm_only, which scores whatever parses, so that the PRM actor is called
+# whatever SmolLM2-135M writes) and a baseline on the engine alone (direct); every method of paper_table runs
 # through the same engine actor in tests/test_vllm_engine.py's local run
-METHODS = {"nsprm", "direct"}
+METHODS = {"nsprm", "prm_only", "direct"}
 # what CPU needs and no more: the engine and the PRM ask the GPUs the workers declare (placing them there), the
 # engine runs on one CPU, one search worker on the head, one problem, a short search
-CPU_OVERRIDES = ("generator=vllm_tiny", "prm=minilm_csp", "dataset.limit=1", "methods=[nsprm,direct]",
+CPU_OVERRIDES = ("generator=vllm_tiny", "prm=minilm_csp", "dataset.limit=1", "methods=[nsprm,prm_only,direct]",
                  "actors.generator.replicas=1",
                  "actors.generator.num_gpus=1", "actors.generator.num_cpus=1", "actors.prm.num_gpus=0.5",
                  "actors.prm.num_cpus=0", "pipeline.num_search_workers=1", "pipeline.worker_num_cpus=1",
