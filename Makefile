@@ -124,7 +124,7 @@ test-suites:
 	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
 	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
 	wait $$dpid; \
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
 	wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  wait $$vpid; vrc=$$?; echo; echo "== the real-vLLM tests (.venv-vllm)"; cat $(VLLM_TEST_LOG); \

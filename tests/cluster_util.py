@@ -148,24 +148,38 @@ def _port(cmd: list[str], flag: str) -> int:
     return int(cmd[cmd.index(flag) + 1])
 
 
+def _launch(cluster: LocalCluster, spec: NodeSpec) -> tuple[list[str], subprocess.Popen]:
+    """Runs `ray start --block` of `spec` (its log: `<workdir>/<name>.log`); returns its command and process."""
+    cmd = spec.command(cluster)
+    log = open(cluster.workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
+    proc = subprocess.Popen(cmd, env=spec.env, stdout=log, stderr=subprocess.STDOUT, cwd=cluster.workdir,
+                            start_new_session=True)
+    cluster.procs[spec.name] = proc
+    return cmd, proc
+
+
+def _start_nodes(cluster: LocalCluster, specs: list[NodeSpec], attempts: int = 5) -> None:
+    """Starts `specs` at once and returns once each has joined and its agents listen. A raylet exits when one of
+    its agents fails to start (a port taken between free_ports and the agent's bind, or a timeout on a loaded
+    machine: `ray start` gives a raylet 30 s to register, hard-coded in Ray): a worker node that dies so is started
+    again on fresh ports, up to `attempts` times in all; the head is not retried."""
+    launched = {spec.name: _launch(cluster, spec) for spec in specs}
+    for spec in specs:
+        for attempt in range(1, attempts + 1):
+            cmd, proc = launched[spec.name]
+            try:
+                _wait(cluster, cmd, proc)
+                break
+            except RuntimeError:
+                if spec.name == "head" or attempt == attempts or proc.poll() is None:
+                    raise
+                _keep_logs(cluster, f"{spec.name}-attempt{attempt}")
+                launched[spec.name] = _launch(cluster, spec)
+
+
 def _start_node(cluster: LocalCluster, spec: NodeSpec) -> None:
-    """Starts `spec` and returns once it has joined and its agents listen. A raylet exits when one of its agents
-    fails to start (a port taken between free_ports and the agent's bind, or a timeout on a loaded machine), and
-    `ray start` gives a raylet 30 s to register (hard-coded in Ray): a worker node that dies so is started again on
-    fresh ports; the head is not retried."""
-    for attempt in range(3):
-        cmd = spec.command(cluster)
-        log = open(cluster.workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
-        proc = subprocess.Popen(cmd, env=spec.env, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=cluster.workdir, start_new_session=True)
-        cluster.procs[spec.name] = proc
-        try:
-            _wait(cluster, cmd, proc)
-            return
-        except RuntimeError:
-            if spec.name == "head" or attempt == 2 or proc.poll() is None:
-                raise
-            _keep_logs(cluster, f"{spec.name}-attempt{attempt + 1}")
+    """Starts one node (see _start_nodes)."""
+    _start_nodes(cluster, [spec])
 
 
 def _keep_logs(cluster: LocalCluster, tag: str) -> None:
@@ -196,8 +210,8 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
                                {**env, **dict(w.get("env") or {})}, workers_from + WORKER_PORTS * (i + 1))
                       for i, w in enumerate(workers)]
     try:
-        for spec in cluster.nodes:  # one at a time: two at once can time out on 2 cores
-            _start_node(cluster, spec)
+        _start_node(cluster, cluster.nodes[0])  # the head first: the workers join it
+        _start_nodes(cluster, cluster.nodes[1:])  # the workers at once (a worker that times out is started again)
     except BaseException:
         cluster.stop()
         raise
@@ -214,15 +228,20 @@ def alive_nodes(cluster: LocalCluster) -> set[int]:
 
 
 def _wait(cluster: LocalCluster, cmd: list[str], proc: subprocess.Popen) -> None:
-    """Until the node `proc` runs (`ray start ... cmd`) has joined the cluster and the ports of its agents listen."""
+    """Until the node `proc` runs (`ray start ... cmd`) has joined the cluster and the ports of its agents listen.
+    The cheap checks (the process, its agents' ports) come first: each of the others starts a Python process that
+    imports Ray, load that would slow the very start it waits for."""
     deadline = time.time() + cluster.timeout
     agents = {_port(cmd, flag) for flag in AGENT_FLAGS}
+    stderr = ""
     while True:
-        ok = cluster.ray("job", "list", "--address", cluster.url, timeout=60)
-        if (ok.returncode == 0 and agents <= listening_ports()
-                and _port(cmd, "--node-manager-port") in alive_nodes(cluster) and proc.poll() is None):
-            return
+        if proc.poll() is None and agents <= listening_ports():
+            ok = cluster.ray("job", "list", "--address", cluster.url, timeout=60)
+            stderr = ok.stderr
+            if (ok.returncode == 0 and _port(cmd, "--node-manager-port") in alive_nodes(cluster)
+                    and proc.poll() is None):
+                return
         if proc.poll() is not None or time.time() > deadline:
             logs = "\n".join(f"{f.name}: {f.read_text()[-1500:]}" for f in sorted(cluster.workdir.glob("*.log")))
-            raise RuntimeError(f"the local cluster did not come up ({cmd[2:4]}):\n{logs}\n{ok.stderr[-1500:]}")
-        time.sleep(2)
+            raise RuntimeError(f"the local cluster did not come up ({cmd[2:4]}):\n{logs}\n{stderr[-1500:]}")
+        time.sleep(1)

@@ -101,21 +101,35 @@ def no_actor_outlives_its_module(request):
                     + ", ".join(f"{a['class']} {a['name']}".strip() for a in left), pytrace=False)
 
 
-def _uses_ray(item) -> bool:
-    return "ray_session" in getattr(item, "fixturenames", ()) or item.get_closest_marker("ray") is not None
+# The modules that take longest, slowest first (make test's durations on 2 cores): under pytest-xdist they are handed
+# out first, so that the two workers finish together. A run's measured module times (kept in pytest's cache by the
+# controller) order the next run; this list orders a fresh checkout's.
+SLOW_MODULES = ("tests/test_experiments.py", "tests/test_prm_ray.py", "tests/test_reproduce.py", "tests/test_sft.py",
+                "tests/test_pipeline.py", "tests/test_benchmarks.py", "tests/test_pipeline_kill_resume.py",
+                "tests/test_prm_mine.py", "tests/test_serve.py", "tests/test_prm_train.py", "tests/test_data_files.py")
+MODULE_SECONDS_KEY = "pcr_ray/module_seconds"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, what `make test` runs): each module's tests stay together on one
-    worker (its module-scoped fixtures are built once), and every module that uses the session's Ray goes to the same
-    worker, so that one local Ray serves them all while the other worker runs the modules that need no Ray."""
+    """Under pytest-xdist (`-n 2 --dist loadgroup --no-loadscope-reorder`, what `make test` runs): each module's
+    tests stay together on one worker (its module-scoped fixtures, the worker's local Ray, are built once), and the
+    modules run slowest first (longest-processing-time first: the workers end together)."""
     by_module: dict[str, list] = {}
     for item in items:
         by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    for module, its in by_module.items():
-        group = "ray" if any(_uses_ray(i) for i in its) else module
-        for item in its:
-            item.add_marker(pytest.mark.xdist_group(group))
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    measured = cache.get(MODULE_SECONDS_KEY, {}) if cache is not None else {}
+
+    def expected(module: str) -> float:
+        if module in measured:
+            return float(measured[module])
+        return float(len(SLOW_MODULES) - SLOW_MODULES.index(module)) * 1e6 if module in SLOW_MODULES else 0.0
+
+    order = sorted(by_module, key=lambda m: -expected(m))  # stable: unmeasured modules keep their order
+    items[:] = [item for m in order for item in by_module[m]]
+    for module in order:
+        for item in by_module[module]:
+            item.add_marker(pytest.mark.xdist_group(module))
 
 
 # `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) is appended there, and
@@ -132,6 +146,12 @@ def pytest_sessionfinish(session, exitstatus):
     if out and _DURATIONS and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller has every worker's
         import json
 
+        if getattr(session.config, "cache", None) is not None:  # module times, for the next run (whole runs only)
+            ran: dict[str, float] = {}
+            for node, secs in _DURATIONS.items():
+                ran[node.split("::", 1)[0]] = ran.get(node.split("::", 1)[0], 0.0) + secs
+            known = dict(session.config.cache.get(MODULE_SECONDS_KEY, {}))
+            session.config.cache.set(MODULE_SECONDS_KEY, {**known, **{m: round(t, 1) for m, t in ran.items()}})
         with open(out, "a", encoding="utf-8") as fh:
             for node, secs in _DURATIONS.items():
                 fh.write(json.dumps({"test": node, "seconds": round(secs, 2)}) + "\n")

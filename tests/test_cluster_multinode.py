@@ -57,10 +57,12 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _every_node_up(cluster):
-    """Each test on the whole cluster: a worker node whose raylet died since (an agent timing out on a loaded
-    2-core machine) is started again, and the test says so; a dead head fails the test."""
-    restarted = cluster[0].restart_dead_workers()
+def _every_node_up(request):
+    """Each test on the cluster runs on the whole cluster: a worker node whose raylet died since (an agent timing
+    out on a loaded 2-core machine) is started again, and the test says so; a dead head fails the test."""
+    if "cluster" not in request.fixturenames:
+        return
+    restarted = request.getfixturevalue("cluster")[0].restart_dead_workers()
     if restarted:
         warnings.warn(f"worker nodes started again (their raylet had exited; logs kept beside the node logs): "
                       f"{restarted}", stacklevel=1)

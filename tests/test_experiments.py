@@ -136,15 +136,17 @@ CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in run_points(e)
 @pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.parametrize("experiment,point", CPU_RUNS, ids=[f"{e}[{','.join(p)}]" for e, p in CPU_RUNS])
-def test_every_cpu_experiment_runs_on_two_problems(experiment, point, ray_session, tiny_prms, tmp_path):
+def test_every_cpu_experiment_runs_end_to_end(experiment, point, ray_session, tiny_prms, tmp_path):
     kind = "random" if any(x.endswith("minilm_random") for x in point) else "csp"
     gen_kind = compose_config([f"experiment={experiment}", *point]).generator.kind
     cheap = [o for o in CHEAP_SEARCH if gen_kind in ("enumerate", "enumerator") or not o.startswith("generator.")]
-    if gen_kind == "hf":  # a fine-tuned generator: the tests' fine-tune, shorter searches still
+    limit = 2
+    if gen_kind == "hf":  # a fine-tuned generator on CPU: the tests' fine-tune, one problem, shorter searches still
+        limit = 1
         cheap = ["search.max_backtracks=0", "generator.model=sft:test", "generator.max_tokens=48",
                  "generator.max_tokens_free=96", "search.k=2", "search.beam_width=1", "search.max_steps=2",
                  "search.n_samples=2"]
-    cfg = compose_config([f"experiment={experiment}", *point, "dataset.limit=2", f"run_dir={tmp_path}",
+    cfg = compose_config([f"experiment={experiment}", *point, f"dataset.limit={limit}", f"run_dir={tmp_path}",
                           "pipeline.progress=false", f"prm.checkpoint={tiny_prms[kind]}", "ray.num_cpus=2",
                           *cheap])
     if any(m in ("direct", "pyexec") for m in cfg.methods):  # the demo's baselines run SmolLM2 (llama.cpp)
@@ -153,7 +155,7 @@ def test_every_cpu_experiment_runs_on_two_problems(experiment, point, ray_sessio
     out = evaluate(cfg)
     rows = read_rows(out)
     methods = set(cfg.methods) or {r["method"] for r in rows}  # the scaling experiment names its runs itself
-    assert {r["method"] for r in rows} == methods and len(rows) == 2 * len(methods)
+    assert {r["method"] for r in rows} == methods and len(rows) == limit * len(methods)
     assert not [r["error"] for r in rows if r["error"]]
     assert all(r["answered"] or r["flagged"] for r in rows)
     step = reproduce_step_name(experiment, point)
