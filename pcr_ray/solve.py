@@ -23,6 +23,7 @@ from pcr_ray.configs import to_plain
 from pcr_ray.generators.base import GENERATORS, build_generator, generator_kind
 from pcr_ray.generators.givens_llm import build_extractor
 from pcr_ray.prm.build import build_scorer
+from pcr_ray.prm.checkpoints import trained_on
 from pcr_ray.search import STRATEGIES, SearchConfig, SearchProblem, SearchResult, run_search, target_unit_of
 
 
@@ -96,9 +97,14 @@ def describe_scorer(scorer: Any) -> str:
     ident = dict(getattr(scorer, "identity", {}) or {})
     k = dict(ident.get("kernel") or {})
     rates = ", ".join(f"{name} {v:,.0f}" for name, v in (k.get("rates") or {}).items())
-    return (f"prm: {ident.get('checkpoint', '?')} ({ident.get('attention', 'pair')}, {ident.get('runtime', '?')}); "
+    line = (f"prm: {ident.get('checkpoint', '?')} ({ident.get('attention', 'pair')}, {ident.get('runtime', '?')}); "
             f"kernel {k.get('kernel', '?')}" + (f" [{rates} {k.get('unit', '')}]" if rates else "")
             + (f": {k['reason']}" if k.get("reason") else ""))
+    on = trained_on(ident["checkpoint"]) if ident.get("checkpoint") else None
+    if on:  # a quick checkpoint: the data it was trained on (an optional data set may have been absent)
+        sources = ", ".join(f"{name} {n if isinstance(n, int) else 'absent'}" for name, n in on["problems"].items())
+        line += f"\nprm trained on: {sources} problems; {on['train_pairs']} train pairs"
+    return line
 
 
 def solve(text: str, cfg: Mapping[str, Any], *, generator: Any = None, scorer: Any = None, verbose: bool = False,

@@ -129,8 +129,10 @@ def run_points(experiment: str) -> list[list[str]]:
     return [points[0], points[-1]] if len(points) > 2 and all(len(p) == 1 for p in points) else points
 
 
-CPU_RUNS = [(e, p) for e in EXPERIMENTS for p in run_points(e)
-            if not needs_gpu(compose_config([f"experiment={e}", *p]))]
+# the runs of a fine-tuned generator last: their model (sft:test) is built in the background as the suite starts
+CPU_RUNS = sorted(((e, p) for e in EXPERIMENTS for p in run_points(e)
+                   if not needs_gpu(compose_config([f"experiment={e}", *p]))),
+                  key=lambda run: compose_config([f"experiment={run[0]}", *run[1]]).generator.kind == "hf")
 
 
 @pytest.mark.slow

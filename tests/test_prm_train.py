@@ -141,7 +141,8 @@ def test_ensure_checkpoint_trains_once_then_reuses(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("PCR_RAY_CACHE", str(tmp_path / "cache"))
     assert ck.find_checkpoint("random") is None
     kw = {"budget_pairs": 24, "epochs": 1, "val_pairs": 8, "backbone": str(tiny),
-          "sources": [{"name": "physics", "kwargs": {"n": 30, "seed": 99}}],
+          "sources": [{"name": "physics", "kwargs": {"n": 30, "seed": 99}},
+                      {"name": "gsm8k_train", "data_dir": str(tmp_path / "no_data"), "limit": 5}],
           "train_overrides": {"max_length": 64, "progress": False}}
     recipe = ck.recipe_of("random", "shared_context", **kw)
     path = ck.ensure_checkpoint("random", **kw)
@@ -151,6 +152,13 @@ def test_ensure_checkpoint_trains_once_then_reuses(tiny, tmp_path, monkeypatch):
     assert ck.find_checkpoint("random", recipe=recipe) == path and ck.find_checkpoint("random") is None
     sc = PRMScorer.from_checkpoint(path, max_length=64)
     assert sc.identity["kind"] == "random" and sc.identity["train"]["train_pairs"] == 24
+    # what it was trained on is recorded, an absent optional data set included, and `solve --verbose` says it
+    on = ck.trained_on(path)
+    assert on["problems"]["physics"] == 30 and on["problems"]["gsm8k_train"].startswith("absent")
+    assert on["train_pairs"] == 24
+    from pcr_ray.solve import describe_scorer
+
+    assert "prm trained on: physics 30, gsm8k_train absent problems; 24 train pairs" in describe_scorer(sc)
     stamp = (path / "prm.json").stat().st_mtime_ns
     assert ck.ensure_checkpoint("random", **kw) == path  # cached: no training
     assert (path / "prm.json").stat().st_mtime_ns == stamp

@@ -166,18 +166,35 @@ def _lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def load_problems(sources: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Problem rows (Problem.to_dict()) with gold traces from named data sets; sources that are absent are skipped."""
+def load_problems(sources: Sequence[Mapping[str, Any]],
+                  used: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Problem rows (Problem.to_dict()) with gold traces from named data sets; sources that are absent are skipped,
+    with a warning. `used`, when given, receives each source's count of problems used, or why it was skipped."""
     rows: list[dict[str, Any]] = []
     for src in sources:
         try:
             probs = load_dataset(str(src["name"]), src.get("data_dir"), limit=src.get("limit"),
                                  **dict(src.get("kwargs") or {}))
         except (ImportError, FileNotFoundError) as exc:
-            log.warning("[prm] skipping source %s: %s", src["name"], exc)
+            log.warning("[prm] skipping source %s (this PRM trains without it): %s", src["name"], exc)
+            if used is not None:
+                used[str(src["name"])] = f"absent: {exc}"
             continue
-        rows.extend(p.to_dict() for p in probs if p.gold_trace)
+        got = [p.to_dict() for p in probs if p.gold_trace]
+        if used is not None:
+            used[str(src["name"])] = len(got)
+        rows.extend(got)
     return rows
+
+
+def trained_on(checkpoint: str | Path) -> dict[str, Any] | None:
+    """What a quick checkpoint was trained on (its recipe.json): problems per source (or why a source was absent)
+    and the pair counts; None for a checkpoint not made by ensure_checkpoint."""
+    try:
+        stored = json.loads((Path(checkpoint) / RECIPE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return stored.get("trained_on")
 
 
 def _rank(row: Mapping[str, Any], seed: int) -> str:
@@ -217,7 +234,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         if not force and find_checkpoint(kind, attention, recipe):
             return dest  # another process trained it while we waited
         t0 = time.perf_counter()
-        problems = load_problems(recipe["sources"])
+        used: dict[str, Any] = {}
+        problems = load_problems(recipe["sources"], used)
         if not problems:
             raise RuntimeError("no problems with gold traces to make PRM training pairs from "
                                "(physics generator or GSM8K data needed)")
@@ -236,8 +254,9 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
             metrics, final = train_local(train, val, run_dir, cfg)
-            (Path(final) / RECIPE_FILE).write_text(json.dumps({"key": recipe_key(recipe), "recipe": recipe},
-                                                              indent=2, default=str))
+            on = {"problems": used, "train_pairs": len(train), "val_pairs": len(val)}
+            (Path(final) / RECIPE_FILE).write_text(json.dumps({"key": recipe_key(recipe), "recipe": recipe,
+                                                               "trained_on": on}, indent=2, default=str))
             install_checkpoint(Path(final), dest)
             prune_old(dest)
         finally:
