@@ -17,12 +17,14 @@ endif
 # (-march=native). On a VM whose CPU advertises AMX that the guest may not use, that build dies with SIGILL
 # (`tileloadd` in ggml_backend_amx_mul_mat) at the first generation. On x86_64 it is built for AVX2 instead (any
 # x86_64 CPU of the last ten years; SmolLM2-135M loses nothing that matters), once per machine: the wheel is kept
-# in LLAMA_WHEELS, named by version and flags, because pip's own cache ignores CMAKE_ARGS.
+# in LLAMA_WHEELS, named by version and flags, because pip's own cache ignores CMAKE_ARGS. The multimodal library
+# (LLAVA_BUILD, about a third of the compile) is left out: pcr_ray sends text only.
 LLAMA_CPP_VERSION ?= 0.3.36
 ifeq ($(shell uname -m),x86_64)
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_BMI2=ON
 else
-LLAMA_CMAKE_ARGS ?=
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 endif
 LLAMA_WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pcr_ray/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-8)
 
