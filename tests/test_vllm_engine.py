@@ -174,6 +174,7 @@ def test_full_solution_modes_through_vllm(engine, prm) -> None:
         assert all(r.n_proposed >= 1 and r.candidates for r in res), method
         assert all(r.stop_reason in ("answered", "no_answer", "program_error", "no_output", "timeout")
                    for r in res), [r.stop_reason for r in res]
+    problems = _problems(2)  # two problems' whole traces: SmolLM2-135M's first two may both be unreadable
     bon = run_search(problems, proxy, prm, SearchConfig(method="best_of_n", n_samples=2, k=2))
     assert [r.id for r in bon] == [p.id for p in problems] and not any(r.error for r in bon)
     assert all(r.n_proposed == 2 for r in bon)
