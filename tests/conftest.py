@@ -102,8 +102,8 @@ def no_actor_outlives_its_module(request):
 
 
 # The modules that take longest, slowest first (make test's durations on 2 cores): under pytest-xdist they are handed
-# out first, so that the two workers finish together. A run's measured module times (kept in pytest's cache by the
-# controller) order the next run; this list orders a fresh checkout's.
+# out first, so that the two workers finish together. The module times `make test` measured last (kept in pytest's
+# cache by the controller) order the next run; this list orders a fresh checkout's.
 SLOW_MODULES = ("tests/test_experiments.py", "tests/test_prm_ray.py", "tests/test_reproduce.py", "tests/test_sft.py",
                 "tests/test_pipeline.py", "tests/test_benchmarks.py", "tests/test_pipeline_kill_resume.py",
                 "tests/test_prm_mine.py", "tests/test_serve.py", "tests/test_prm_train.py", "tests/test_data_files.py")
@@ -121,9 +121,9 @@ def pytest_collection_modifyitems(config, items):
     measured = cache.get(MODULE_SECONDS_KEY, {}) if cache is not None else {}
 
     def expected(module: str) -> float:
-        if module in measured:
-            return float(measured[module])
-        return float(len(SLOW_MODULES) - SLOW_MODULES.index(module)) * 1e6 if module in SLOW_MODULES else 0.0
+        if measured:
+            return float(measured.get(module, 0.0))
+        return float(len(SLOW_MODULES) - SLOW_MODULES.index(module)) if module in SLOW_MODULES else 0.0
 
     order = sorted(by_module, key=lambda m: -expected(m))  # stable: unmeasured modules keep their order
     items[:] = [item for m in order for item in by_module[m]]

@@ -39,3 +39,35 @@ def test_the_budget_report_names_the_overrun_and_the_slowest(tmp_path):
     assert text.splitlines()[-3:] == ["      11.0 s  t11", "      10.0 s  t10", "       9.0 s  t9"]
     assert "over" not in budget.report(durations, start=0.0, now=60.0)
 
+
+
+def test_modules_are_handed_out_slowest_first_and_kept_together():
+    """The xdist order (tests/conftest.py): by the module times measured last, else by SLOW_MODULES; unknown modules
+    in collection order; each module's tests stay in their order, in one xdist group named by the module."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    class Item:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid, self.markers = nodeid, []
+
+        def add_marker(self, marker) -> None:
+            self.markers.append(marker)
+
+    ids = ["tests/test_a.py::t1", "tests/test_prm_ray.py::t1", "tests/test_a.py::t2", "tests/test_b.py::t1",
+           "tests/test_experiments.py::t1", "tests/test_prm_ray.py::t2"]
+
+    def order(measured: dict[str, float] | None) -> list[str]:
+        items = [Item(i) for i in ids]
+        cache = None if measured is None else SimpleNamespace(get=lambda key, default: measured)
+        conftest.pytest_collection_modifyitems(SimpleNamespace(cache=cache), items)
+        assert all(it.markers[0].kwargs.get("name", it.markers[0].args[0]) == it.nodeid.split("::")[0]
+                   for it in items)
+        return [it.nodeid for it in items]
+
+    assert order(None) == ["tests/test_experiments.py::t1", "tests/test_prm_ray.py::t1", "tests/test_prm_ray.py::t2",
+                           "tests/test_a.py::t1", "tests/test_a.py::t2", "tests/test_b.py::t1"]
+    assert order({"tests/test_b.py": 500.0, "tests/test_a.py": 1.0}) == [
+        "tests/test_b.py::t1", "tests/test_a.py::t1", "tests/test_a.py::t2", "tests/test_prm_ray.py::t1",
+        "tests/test_prm_ray.py::t2", "tests/test_experiments.py::t1"]
