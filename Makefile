@@ -123,11 +123,12 @@ test-suites:
 	  ( $(MAKE) --no-print-directory $(VLLM_STAMP) > $(VLLM_VENV).log 2>&1 && \
 	    $(MAKE) --no-print-directory test-vllm ) > $(VLLM_TEST_LOG) 2>&1 & vpid=$$!; fi; \
 	$(MAKE) --no-print-directory $(DEBIAN_STAMP) & dpid=$$!; \
-	$(MAKE) --no-print-directory $(STAMP) || exit 1; \
-	$(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
-	wait $$dpid; \
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
-	wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
+	if $(MAKE) --no-print-directory $(STAMP); then \
+	  $(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
+	  wait $$dpid; \
+	  $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
+	  wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
+	else rc=1; wait $$dpid; echo "error: building $(VENV) failed; the main suite did not run"; fi; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
 	  wait $$vpid; vrc=$$?; echo; echo "== the real-vLLM tests (.venv-vllm)"; cat $(VLLM_TEST_LOG); \
 	  if [ ! -f $(VLLM_STAMP) ]; then tail -n 30 $(VLLM_VENV).log; \
