@@ -1,8 +1,10 @@
 """The real LLM path on CPU: SmolLM2-135M (llama.cpp, JSON-schema grammar) proposing steps for nsprm search.
 
-On --problems generated physics problems (gold givens): how many raw outputs parse, how many pass the verifier,
-on first asks and on retries (which carry the verifier's diagnostics), how many beams a retry rescued, and the
-answers. Also the same with constrained decoding off (--also-unconstrained), to show what the grammar buys.
+On --problems generated physics problems of the held-out templates (--split heldout, the default), their givens
+extracted from the text (--givens extract, the default; --givens gold: the gold trace's, oracle givens; the JSON
+records which): how many raw outputs parse, how many pass the verifier, on first asks and on retries (which
+carry the verifier's diagnostics), how many beams a retry rescued, and the answers. Also the same with
+constrained decoding off (--also-unconstrained), to show what the grammar buys.
 SmolLM2-135M is weak at math: this measures the plumbing, not a solver. Writes <cache>/bench/bench_llamacpp_search.json
 (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
@@ -65,6 +67,10 @@ def main() -> None:
     ap.add_argument("--schema-level", default="ops")
     ap.add_argument("--also-unconstrained", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--split", default="heldout", choices=["heldout", "train", "all"],
+                    help="generated physics templates: heldout (unseen by training, the default) | train")
+    ap.add_argument("--givens", default="extract", choices=["extract", "gold"],
+                    help="extract: from the problem text (the default) | gold: the gold trace's (oracle givens)")
     add_dry_run(ap)
     args = ap.parse_args()
     if args.dry_run:
@@ -77,11 +83,12 @@ def main() -> None:
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
     scorer = PRMScorer.from_checkpoint(ensure_checkpoint("csp"), runtime="onnx", int8=True, max_length=160)
-    pool = [p for p in generate_problems(200, seed=args.seed, split="heldout") if p.gold_steps and p.gold_steps <= 3]
-    problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
+    pool = [p for p in generate_problems(200, seed=args.seed, split=args.split) if p.gold_steps and p.gold_steps <= 3]
+    problems = [SearchProblem.from_problem(p, givens=args.givens) for p in pool[: args.problems]]
     cfg = SearchConfig(method="nsprm", beam_width=args.beam, k=args.k, max_steps=args.max_steps,
                        max_retries=args.max_retries)
-    out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "runs": {}}
+    out: dict[str, Any] = {"machine": machine_info(), "args": vars(args), "split": args.split,
+                           "givens": "gold (oracle)" if args.givens == "gold" else "extract", "runs": {}}
     modes = [True, False] if args.also_unconstrained else [True]
     for constrained in modes:
         gen = LlamaCppGenerator(schema_level=args.schema_level, constrained=constrained)

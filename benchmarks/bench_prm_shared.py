@@ -2,7 +2,9 @@
 of the two quick PRMs trained on the same pairs, and listwise training speed, each ratio measured in one run.
 
 1. Candidates: the nsprm search (typed enumerator, cap 48, beam 2, as `listwise-rounds`' benchmark) runs on the
-   first --problems physics problems of seed 13 with the quick pair PRM; every (context, candidates) request it
+   first --problems physics problems of seed 13 (held-out templates) with the quick pair PRM, from the gold
+   trace's givens (oracle givens: a fixed input for a speed measurement, recorded as "givens" in the JSON; no
+   accuracy is read from this search); every (context, candidates) request it
    sends the PRM is recorded. Those requests are then scored, in the same run, by the pair PRM one pair per
    pass in int8 (today's default), by the pair PRM batched in fp32, and by the shared-context PRM in fp32 (the
    context cache, the scorer's default, and packs of --pack-sizes under the block mask) and in per-token int8
@@ -32,6 +34,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _machine import add_dry_run, dry_run, machine_info, write_result  # noqa: E402
+
+# the searches whose PRM requests are timed start from the gold trace's givens: a fixed input, not a figure
+GIVENS = "gold (oracle)"
 
 
 class RecordingScorer:
@@ -276,7 +281,8 @@ def main() -> None:
     pair_ck = ensure_checkpoint("csp", attention="pair")
     shared_ck = ensure_checkpoint("csp", attention="shared_context")
     res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
-                           "pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)"}
+                           "pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)",
+                           "givens": GIVENS}
     import json
 
     from pcr_ray.paths import cache_dir

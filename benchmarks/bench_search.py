@@ -2,7 +2,10 @@
 time goes (generation, verification, PRM scoring), measured in one run on the same problems.
 
 One core: torch uses one thread and the search runs in this process (lock-step over the batch). The PRM is the
-cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on first use).
+cached CSP checkpoint (pcr_ray.prm.checkpoints.ensure_checkpoint; trained on first use). The problems are
+generated physics of the held-out templates (split="heldout": templates the PRM never trained on), their givens
+extracted from the text (--givens extract, the default) or taken from the gold trace (--givens gold: oracle
+givens); the JSON records which.
 Writes <cache>/bench/bench_search.json (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
     .venv/bin/python benchmarks/bench_search.py [--problems 8] [--cap 48] [--max-gold-steps 4] [--int8]
@@ -40,6 +43,10 @@ def main() -> None:
     ap.add_argument("--beams", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--int8", action="store_true", help="ONNX Runtime int8 PRM")
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--split", default="heldout", choices=["heldout", "train", "all"],
+                    help="generated physics templates: heldout (unseen by the PRM's training, the default) | train")
+    ap.add_argument("--givens", default="extract", choices=["extract", "gold"],
+                    help="extract: from the problem text (the default) | gold: the gold trace's (oracle givens)")
     ap.add_argument("--name", default="bench_search", help="JSON file name (without .json)")
     ap.add_argument("--scorers", nargs="+", default=None, choices=sorted(SCORERS),
                     help="compare these PRM scorers (same problems, same run) instead of the one of --int8")
@@ -57,9 +64,9 @@ def main() -> None:
     from pcr_ray.prm.scorer import PRMScorer
     from pcr_ray.search import SearchConfig, SearchProblem, run_search
 
-    pool = [p for p in generate_problems(400, seed=args.seed, split="heldout")
+    pool = [p for p in generate_problems(400, seed=args.seed, split=args.split)
             if p.gold_steps and p.gold_steps <= args.max_gold_steps]
-    problems = [SearchProblem.from_problem(p, givens="gold") for p in pool[: args.problems]]
+    problems = [SearchProblem.from_problem(p, givens=args.givens) for p in pool[: args.problems]]
     if args.scorers:
         scorers = {}
         for name in args.scorers:
@@ -101,7 +108,9 @@ def main() -> None:
     base = rows[0]["problems_per_s"]
     for r in rows:
         r["speed_vs_first"] = round(r["problems_per_s"] / base, 3) if base else None
-    write_result(args.name, {"machine": machine_info(), "scorers": list(scorers), "int8": args.int8, "cap": args.cap,
+    givens = "gold (oracle)" if args.givens == "gold" else "extract"
+    write_result(args.name, {"machine": machine_info(), "givens": givens, "split": args.split, "seed": args.seed,
+                             "scorers": list(scorers), "int8": args.int8, "cap": args.cap,
                                   "torch_threads": torch.get_num_threads(), "max_gold_steps": args.max_gold_steps,
                                   "rows": rows})
 

@@ -10,6 +10,8 @@ worker's batch in the engine at a time). `concurrent`: the workers send theirs a
 and vLLM batches them together. Same requests (same seeds) in both; the order of the two conditions alternates
 over `--rounds`. Reports candidates/s, generated tokens/s and the schema-valid fraction of each, their ratio,
 and the time split of an nsprm search through the engine (generation, verification, PRM scoring).
+The requests and the search start from held-out generated physics problems with the gold trace's givens (oracle
+givens): a fixed input for a throughput measurement, recorded as "givens" in the JSON; no accuracy is reported.
 Writes <cache>/bench/bench_vllm.json; --results also writes
 benchmarks/results/bench_vllm.json.
 """
@@ -167,6 +169,7 @@ def main() -> int:
               "model": "SmolLM2-135M-Instruct (generator=vllm_tiny, bf16, 1 OpenMP thread)",
               "workload": {"workers": args.workers, "requests_per_worker": args.per_worker, "k": args.k,
                            "rounds": args.rounds, "mode": "step (JSON-schema structured outputs)"},
+              "givens": "gold (oracle)", "split": "heldout",
               "engine_start_s": round(start_s, 2), "rounds": rounds, **agg,
               "speedup_candidates_per_s": round(speedup, 3), "goal_speedup": 3.0,
               "nsprm_search_time_split": split}

@@ -43,8 +43,9 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
 )
 # the quick PRM's recipe by attention: train pairs and loss. The pair cross-encoder: 900 pairs, pairwise loss, about
 # 4.5 minutes on 2 cores. The shared-context PRM: 6,000 pairs under the listwise loss (each prefix's positive
-# against all of its negatives, one context encoded once for the whole list), about 9 minutes; it ranks the demo's
-# physics searches well ahead of the verifier alone (docs/prm.md, Checkpoints)
+# against all of its negatives, one context encoded once for the whole list), about 9 minutes (10 on a loaded
+# machine). With it nsprm beats the verifier alone on seen physics templates, not on unseen ones
+# (docs/results.md, Seen and unseen templates)
 DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
