@@ -136,10 +136,11 @@ test-suites:
 	  [ $$rc != 0 ] || rc=$$vrc; fi; \
 	exit $$rc
 
-# For contributors: no model training, no LLM, no browser (a few minutes). `make test` is the whole suite.
+# For contributors: no model training, no LLM, no browser, on two xdist workers as `make test` (a few minutes).
+# `make test` is the whole suite.
 FAST_MARKERS := not slow and not llm and not browser
 test-fast: $(STAMP) $(DEBIAN_STAMP)
-	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" --durations=5
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST_MARKERS)" --durations=5
 
 demo: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/pcr-ray demo
