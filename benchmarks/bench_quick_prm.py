@@ -60,10 +60,17 @@ def train(budget: int, cache: Path) -> tuple[Path, float, dict[str, Any]]:
 
     from pcr_ray.prm.checkpoints import ensure_checkpoint
 
+    before = os.environ.get("PCR_RAY_CACHE")
     os.environ["PCR_RAY_CACHE"] = str(cache)
-    t0 = time.perf_counter()
-    path = ensure_checkpoint("csp", budget_pairs=budget)
-    seconds = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        path = ensure_checkpoint("csp", budget_pairs=budget)
+        seconds = time.perf_counter() - t0
+    finally:  # the record goes to the user's cache, not the scratch one
+        if before is None:
+            os.environ.pop("PCR_RAY_CACHE", None)
+        else:
+            os.environ["PCR_RAY_CACHE"] = before
     meta = json.loads((path / "prm.json").read_text())
     return path, seconds, {k: meta.get(k) for k in ("train", "metrics") if k in meta}
 
