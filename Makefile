@@ -110,6 +110,9 @@ venv: $(STAMP)
 # to the main suite. At the end tests/budget.py prints the wall time against the suite's budgets and the slowest tests
 # and builds of both suites (docs/development.md, The test budget).
 VLLM_TESTS ?= 1
+# the main suite on two pytest-xdist workers, a test module's tests on one worker (its module fixtures and local Ray
+# built once), modules handed out in the order tests/conftest.py gives them (slowest first)
+XDIST := -n 2 --dist loadscope --no-loadscope-reorder
 DURATIONS := .pytest-durations.jsonl
 VLLM_TEST_LOG := .vllm-tests.log
 test:
@@ -126,7 +129,7 @@ test-suites:
 	if $(MAKE) --no-print-directory $(STAMP); then \
 	  $(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
 	  wait $$dpid; \
-	  $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); rc=$$?; \
+	  $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	else rc=1; wait $$dpid; echo "error: building $(VENV) failed; the main suite did not run"; fi; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
@@ -140,7 +143,7 @@ test-suites:
 # `make test` is the whole suite.
 FAST_MARKERS := not slow and not llm and not browser
 test-fast: $(STAMP) $(DEBIAN_STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -m "$(FAST_MARKERS)" --durations=5
+	$(BIN)/python -m pytest $(XDIST) -m "$(FAST_MARKERS)" --durations=5
 
 demo: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/pcr-ray demo

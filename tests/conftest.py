@@ -111,9 +111,10 @@ MODULE_SECONDS_KEY = "pcr_ray/module_seconds"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup --no-loadscope-reorder`, what `make test` runs): each module's
-    tests stay together on one worker (its module-scoped fixtures, the worker's local Ray, are built once), and the
-    modules run slowest first (longest-processing-time first: the workers end together)."""
+    """The modules slowest first, each module's tests in their order. Under pytest-xdist as `make test` runs it
+    (Makefile XDIST: `--dist loadscope --no-loadscope-reorder`) a module's tests stay on one worker (its module
+    fixtures, the worker's local Ray, are built once) and the modules are handed out in this order
+    (longest-processing-time first: the workers end together)."""
     by_module: dict[str, list] = {}
     for item in items:
         by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
@@ -127,9 +128,6 @@ def pytest_collection_modifyitems(config, items):
 
     order = sorted(by_module, key=lambda m: -expected(m))  # stable: unmeasured modules keep their order
     items[:] = [item for m in order for item in by_module[m]]
-    for module in order:
-        for item in by_module[module]:
-            item.add_marker(pytest.mark.xdist_group(module))
 
 
 # `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) is appended there, and

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tests import budget, warm_cache
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 def test_warm_cache_records_each_build_and_a_failure_does_not_stop_the_others(monkeypatch, tmp_path, capsys):
     built: list[str] = []
@@ -41,29 +43,20 @@ def test_the_budget_report_names_the_overrun_and_the_slowest(tmp_path):
 
 
 
-def test_modules_are_handed_out_slowest_first_and_kept_together():
+def test_modules_are_handed_out_slowest_first():
     """The xdist order (tests/conftest.py): by the module times measured last, else by SLOW_MODULES; unknown modules
-    in collection order; each module's tests stay in their order, in one xdist group named by the module."""
+    in collection order; each module's tests stay in their order."""
     from types import SimpleNamespace
 
     from tests import conftest
-
-    class Item:
-        def __init__(self, nodeid: str) -> None:
-            self.nodeid, self.markers = nodeid, []
-
-        def add_marker(self, marker) -> None:
-            self.markers.append(marker)
 
     ids = ["tests/test_a.py::t1", "tests/test_prm_ray.py::t1", "tests/test_a.py::t2", "tests/test_b.py::t1",
            "tests/test_experiments.py::t1", "tests/test_prm_ray.py::t2"]
 
     def order(measured: dict[str, float] | None) -> list[str]:
-        items = [Item(i) for i in ids]
+        items = [SimpleNamespace(nodeid=i) for i in ids]
         cache = None if measured is None else SimpleNamespace(get=lambda key, default: measured)
         conftest.pytest_collection_modifyitems(SimpleNamespace(cache=cache), items)
-        assert all(it.markers[0].kwargs.get("name", it.markers[0].args[0]) == it.nodeid.split("::")[0]
-                   for it in items)
         return [it.nodeid for it in items]
 
     assert order(None) == ["tests/test_experiments.py::t1", "tests/test_prm_ray.py::t1", "tests/test_prm_ray.py::t2",
@@ -71,3 +64,24 @@ def test_modules_are_handed_out_slowest_first_and_kept_together():
     assert order({"tests/test_b.py": 500.0, "tests/test_a.py": 1.0}) == [
         "tests/test_b.py::t1", "tests/test_a.py::t1", "tests/test_a.py::t2", "tests/test_prm_ray.py::t1",
         "tests/test_prm_ray.py::t2", "tests/test_experiments.py::t1"]
+
+
+def test_make_tests_xdist_keeps_each_module_on_one_worker(tmp_path):
+    """pytest-xdist run with the Makefile's XDIST flags, on three modules of four tests: each module's tests all
+    ran on one worker (a module fixture, the worker's Ray, is built once) and both workers ran some."""
+    import re
+    import subprocess
+    import sys
+
+    flags = re.search(r"^XDIST := (.+)$", (REPO / "Makefile").read_text(), re.M).group(1).split()
+    for m in "abc":
+        (tmp_path / f"test_{m}.py").write_text(
+            "import os\n" + "".join(
+                f"def test_{i}():\n    open('{tmp_path}/ran_{m}{i}', 'w').write(os.environ['PYTEST_XDIST_WORKER'])\n"
+                for i in range(4)))
+    proc = subprocess.run([sys.executable, "-m", "pytest", *flags, "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    workers = {m: {(tmp_path / f"ran_{m}{i}").read_text() for i in range(4)} for m in "abc"}
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len(set().union(*workers.values())) == 2, workers
