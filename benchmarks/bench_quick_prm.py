@@ -84,6 +84,9 @@ def main() -> None:
     ap.add_argument("--eval-pairs", type=int, default=1500, help="pairs scored (a hash-ranked subset)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the evaluation problems and pairs")
     ap.add_argument("--name", default="bench_quick_prm", help="the result's file name")
+    ap.add_argument("--install", action="store_true",
+                    help="copy each trained checkpoint into the user's cache (the default budget's is then the "
+                         "quick PRM `pcr-ray solve` uses)")
     add_dry_run(ap)
     args = ap.parse_args()
     if args.dry_run:
@@ -97,6 +100,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-quick-prm-") as tmp:
         for budget in args.budgets:
             path, seconds, meta = train(budget, Path(tmp) / f"cache_{budget}")
+            if args.install:
+                from pcr_ray.paths import cache_dir
+                from pcr_ray.prm.checkpoints import install_checkpoint
+
+                print(f"installed {install_checkpoint(path, cache_dir() / 'prm' / path.name)}")
             runs.append({"budget_pairs": budget, "train_s": round(seconds, 1), **meta, **pairwise(path, pairs)})
             print(f"budget {budget}: {seconds:.0f} s, pairwise {runs[-1]['pairwise_acc']} {runs[-1]['ci95']}")
     out = write_result(args.name, {"machine": machine_info(), "eval": {"problems": args.eval_problems,

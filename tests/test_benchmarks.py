@@ -137,3 +137,30 @@ def test_each_result_names_the_command_that_made_it(path: Path) -> None:
         assert "pcr-ray" in tokens, f"{path.name}: the command names neither a script nor pcr-ray: {command}"
         sub = tokens[tokens.index("pcr-ray") + 1]
         assert sub in COMMANDS, f"{path.name}: no `pcr-ray {sub}`"
+
+
+def test_seen_unseen_counts_each_cell_and_pairs_the_same_problems() -> None:
+    """bench_seen_unseen's summary on made-up rows: per-cell counts, the demo's first 30, the givens modes paired."""
+    sys.path.insert(0, str(BENCH))
+    import bench_seen_unseen as b
+
+    def rows(givens: str) -> list[dict]:
+        out = []
+        for split in ("heldout", "train"):
+            for i in (3, 29, 30, 70):  # two of them among the demo's first 30
+                for m in b.METHODS:
+                    right = m == "nsprm" and (i < 30 or split == "train") and not (givens == "gold" and i == 3)
+                    out.append({"problem_id": f"physics/0/{i}/t{i}", "template_split": split, "method": m,
+                                "correct": right, "error": ""})
+        return out
+
+    s = b.summarize({"extract": rows("extract"), "gold": rows("gold")})
+    cell = {(c["split"], c["givens"], c["method"]): c for c in s["cells"]}
+    assert cell["heldout", "extract", "nsprm"]["correct"] == 2 and cell["heldout", "extract", "nsprm"]["n"] == 4
+    assert cell["train", "extract", "nsprm"]["correct"] == 4 and cell["train", "gold", "nsprm"]["correct"] == 3
+    assert cell["heldout", "gold", "verifier_only"]["correct"] == 0
+    assert s["demo_physics_first30"]["heldout/extract/first30"] == {"nsprm": 2, "prm_only": 0, "verifier_only": 0,
+                                                                    "n": 2}
+    assert s["paired_givens_extract_vs_gold"]["heldout/nsprm"] == {
+        "n": 4, "extract": 2, "gold": 1, "only_extract": 1, "only_gold": 0, "mcnemar_p": 1.0}
+    assert s["paired_methods"]["train/extract"]["nsprm vs verifier_only"]["only_a"] == 4

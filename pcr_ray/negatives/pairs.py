@@ -156,9 +156,22 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
     return rows, "ok"
 
 
-def pairs_from_problems(problems: Iterable[Mapping[str, Any]], cfg: PairConfig | None = None) -> list[dict[str, Any]]:
-    """pair_records over many problems (in-process; the Ray job does the same per batch)."""
-    out: list[dict[str, Any]] = []
-    for p in problems:
-        out.extend(pair_records(p, cfg)[0])
-    return out
+def _pair_rows(batch: tuple[list[Mapping[str, Any]], PairConfig | None]) -> list[list[dict[str, Any]]]:
+    problems, cfg = batch
+    return [pair_records(p, cfg)[0] for p in problems]
+
+
+def pairs_from_problems(problems: Iterable[Mapping[str, Any]], cfg: PairConfig | None = None,
+                        processes: int = 1) -> list[dict[str, Any]]:
+    """pair_records over many problems, in order (the Ray job does the same per batch); `processes` > 1 makes them
+    in that many worker processes (spawned: the caller may hold torch's threads), every processes-th problem each."""
+    problems = list(problems)
+    processes = max(1, min(processes, len(problems) // 50))  # a process's start costs what ~50 problems do
+    if processes == 1:
+        return [row for rows in _pair_rows((problems, cfg)) for row in rows]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        shares = list(pool.map(_pair_rows, [(problems[i::processes], cfg) for i in range(processes)]))
+    return [row for i in range(len(problems)) for row in shares[i % processes][i // processes]]

@@ -4,7 +4,7 @@
 (the shared-context PRM, pcr_ray.prm.shared; `attention="pair"`: cache_dir()/prm/<kind>-<key>, the standard
 cross-encoder) when it holds a checkpoint, else builds pairs from gold traces (procedural
 physics problems with a seed disjoint from the evaluation sets, GSM8K train) and trains MiniLM on them within a
-small budget (about 9 minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one).
+small budget (about 3 minutes on 2 cores for the shared-context PRM's listwise recipe, 4.5 for the pair one).
 
 The cache is per user ($XDG_CACHE_HOME/pcr_ray, shared by every checkout and by the tests), so a checkpoint is
 trained once per machine. Each one is keyed (the folder's name, and recipe.json) by everything that determines
@@ -42,11 +42,11 @@ DEFAULT_SOURCES: tuple[dict[str, Any], ...] = (
     {"name": "gsm8k_train", "limit": 300},
 )
 # the quick PRM's recipe by attention: train pairs and loss. The pair cross-encoder: 900 pairs, pairwise loss, about
-# 4.5 minutes on 2 cores. The shared-context PRM: 6,000 pairs under the listwise loss (each prefix's positive
-# against all of its negatives, one context encoded once for the whole list), about 9 minutes (10 on a loaded
-# machine). With it nsprm beats the verifier alone on seen physics templates, not on unseen ones
-# (docs/results.md, Seen and unseen templates)
-DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 6000}
+# 4.5 minutes on 2 cores. The shared-context PRM: 1,500 pairs under the listwise loss (each prefix's positive
+# against all of its negatives, one context encoded once for the whole list), about 3 minutes; its pairwise accuracy
+# on unseen templates is that of 3,000 and 6,000 pairs, and falls below 1,500 (docs/prm.md, How many pairs the quick
+# PRM needs)
+DEFAULT_BUDGET_PAIRS = {"pair": 900, "shared_context": 1500}
 DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
 KEEP_VERSIONS = 3  # checkpoints of one recipe name kept for other code or data versions (other checkouts)
@@ -217,7 +217,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
 
     budget_pairs train pairs (drawn from CSP pairs for 'csp', random perturbations for 'random'; default
     DEFAULT_BUDGET_PAIRS[attention]) for `epochs` epochs under DEFAULT_LOSS[attention] (train_overrides may set
-    another); defaults take 4.5 (pair) to 9 (shared_context) minutes on 2 cores. The schedule
+    another); defaults take about 4.5 (pair) and 3 (shared_context) minutes on 2 cores. The schedule
     is a fixed number of pairs, so the same data and seed train the same steps on any machine (up to
     floating-point differences between CPUs).
     `attention` is "shared_context" (the default, pcr_ray.prm.shared) or "pair" (the standard cross-encoder, cached
@@ -240,7 +240,8 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
         if not problems:
             raise RuntimeError("no problems with gold traces to make PRM training pairs from "
                                "(physics generator or GSM8K data needed)")
-        rows = pairs_from_problems(problems, PairConfig(kinds=KIND_GROUPS[kind], seed=seed))
+        rows = pairs_from_problems(problems, PairConfig(kinds=KIND_GROUPS[kind], seed=seed),
+                                   processes=os.cpu_count() or 1)
         train = select_pairs([r for r in rows if r["split"] == "train"], recipe["budget_pairs"], seed)
         val = select_pairs([r for r in rows if r["split"] == "validation"], val_pairs, seed)
         if not train:
