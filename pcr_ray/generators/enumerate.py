@@ -54,6 +54,10 @@ from pcr_ray.core.verifier import covered_families
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.schema import VarInfo, has_expr_param, visible_vars
 
+# json.dumps with options builds an encoder per call; the enumerator encodes millions of small objects
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+_SORTED = json.JSONEncoder(sort_keys=True).encode
+
 DEFAULTS = EnumerateGeneratorConfig  # the defaults of every option: the schema of its kind states them
 
 # Words in the problem text that make a dimensionless counting constant worth offering.
@@ -170,8 +174,7 @@ class EnumeratorGenerator:
         answers, steps = self._enumerate(req)
         rng = random.Random(zlib.crc32(f"{self.seed}|{req.seed}|{req.problem_id}|{len(req.steps)}".encode()))
         steps = self._apply_cap(steps, rng)
-        return [json.dumps(c, separators=(",", ":")) for c in answers] + \
-               [json.dumps(c.obj, separators=(",", ":")) for c in steps]
+        return [_COMPACT(c) for c in answers] + [_COMPACT(c.obj) for c in steps]
 
     def _apply_cap(self, cands: list[_Cand], rng: random.Random) -> list[_Cand]:
         cands.sort(key=lambda c: c.priority)
@@ -212,6 +215,7 @@ class EnumeratorGenerator:
         n_exact = {p.name: sum(1 for q in p.params if q.kind == "var" and q.rkind == EXACT) for p in self._prims}
         roles = {v.name: v.temp for v in variables}
         role_of = roles.get
+        base = {v.name: _base_value(v) for v in variables}  # each variable's value in SI, once per request
         for order, prim in enumerate(self._prims):
             if prim.name == "const":
                 for cname in self._useful_consts(req, variables, defined_consts):
@@ -225,11 +229,11 @@ class EnumeratorGenerator:
                 if n_bound >= self.max_per_op:
                     break
                 args = {p: (b.name if isinstance(b, VarInfo) else b) for p, b in binding.items()}
-                key = prim.name + json.dumps(args, sort_keys=True)
+                key = prim.name + _SORTED(args)
                 if key in seen:
                     continue
                 seen.add(key)
-                dims = self._out_dims(prim, binding)
+                dims = self._out_dims(prim, binding, base)
                 if dims is None and typed:
                     continue
                 if typed and checks_op(prim.name) and step_role(prim.name, args, role_of)[1]:
@@ -251,7 +255,8 @@ class EnumeratorGenerator:
             unit = canonical_unit(dims)
         return {"op": op, "args": args, "out": {"name": fresh_name(dims, index, taken), "unit": unit}}
 
-    def _out_dims(self, prim: Primitive, binding: Mapping[str, Any]) -> Dims | None:
+    def _out_dims(self, prim: Primitive, binding: Mapping[str, Any],
+                  base: Mapping[str, float | None]) -> Dims | None:
         arg_dims: dict[str, Dims] = {}
         values: dict[str, Any] = {}
         for p, b in binding.items():
@@ -259,8 +264,7 @@ class EnumeratorGenerator:
                 if b.dims is None:
                     return None
                 arg_dims[p] = b.dims
-                u = try_unit_info(b.unit)
-                values[p] = u.to_base(b.value) if (u is not None and b.value is not None) else None
+                values[p] = base[b.name]
             else:
                 arg_dims[p] = DIMENSIONLESS
                 values[p] = b
@@ -296,6 +300,9 @@ class EnumeratorGenerator:
         # SAME parameters refer to earlier ones in every registered op; order params so refs come first.
         order = sorted(range(len(params)), key=lambda i: 1 if params[i].rkind == SAME else 0)
 
+        names: dict[str, int] = {}  # the variables bound so far, by name (a variable may fill two parameters)
+        reuse = prim.name == "mul"
+
         def rec(j: int, bound: dict[str, Any]):
             if j == len(order):
                 yield dict(bound)
@@ -303,14 +310,17 @@ class EnumeratorGenerator:
             p = params[order[j]]
             options = self._options(p, variables, bound, typed)
             for opt in options:
+                is_var = isinstance(opt, VarInfo)
                 # one variable in two parameters only for mul (squares) and for a formula of 4+ parameters whose
                 # parameter has no other candidate (mixing_temperature: one specific heat fills c1 and c2)
-                if isinstance(opt, VarInfo) and prim.name != "mul" and any(
-                        isinstance(b, VarInfo) and b.name == opt.name for b in bound.values()) \
-                        and not (len(options) == 1 and len(params) >= 4):
+                if is_var and not reuse and names.get(opt.name) and not (len(options) == 1 and len(params) >= 4):
                     continue
                 bound[p.name] = opt
+                if is_var:
+                    names[opt.name] = names.get(opt.name, 0) + 1
                 yield from rec(j + 1, bound)
+                if is_var:
+                    names[opt.name] -= 1
                 del bound[p.name]
 
         seen_comm: set[tuple[str, ...]] = set()
@@ -422,3 +432,8 @@ def count_candidates(req: ProposalRequest, **kw: Any) -> int:
     gen = EnumeratorGenerator(cap=10**9, **kw)
     return len(gen.step_candidates(req))
 
+
+def _base_value(v: VarInfo) -> float | None:
+    """A variable's value in SI base units, or None when its value or unit is unknown."""
+    u = try_unit_info(v.unit)
+    return u.to_base(v.value) if (u is not None and v.value is not None) else None
