@@ -229,3 +229,15 @@ def test_kind_weights_shift_a_limited_subset():
     assert 0.62 < share_b({"b": 2.0}) < 0.72  # weight 2: odds about 2:1
     assert share_b({"b": 0.5}) < 0.38
     assert pair_rank("k", 0) == pair_rank("k", 0) != pair_rank("k", 1)  # deterministic, seeded
+
+
+def test_the_quick_prm_key_covers_the_code_that_makes_its_pairs():
+    """Every CODE_FILES pattern names files, among them the pair makers and the enumerator behind alternative_step."""
+    from pcr_ray.paths import PACKAGE_DIR
+    from pcr_ray.prm import checkpoints as ck
+
+    matched = {pattern: sorted(f.relative_to(PACKAGE_DIR).as_posix() for f in PACKAGE_DIR.glob(pattern))
+               for pattern in ck.CODE_FILES}
+    assert all(matched.values()), [p for p, fs in matched.items() if not fs]
+    files = {f for fs in matched.values() for f in fs}
+    assert {"negatives/pairs.py", "negatives/search_pairs.py", "generators/enumerate.py"} <= files

@@ -51,9 +51,10 @@ DEFAULT_LOSS = {"pair": "pairwise", "shared_context": "listwise"}
 RECIPE_FILE = "recipe.json"
 KEEP_VERSIONS = 3  # checkpoints of one recipe name kept for other code or data versions (other checkouts)
 # the source that determines a quick checkpoint: the gold traces, their verifier and the PRM's rendering (core/, data/),
-# the negatives, and the PRM's model and training loop (not how it is scored: scorer, kernels, ONNX, caches)
-CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "prm/base.py", "prm/model.py",
-              "prm/shared.py", "prm/train_loop.py")
+# the negatives and the enumerator that proposes their alternative steps, and the PRM's model and training loop (not
+# how it is scored: scorer, kernels, ONNX, caches)
+CODE_FILES = ("core/**/*.py", "data/**/*.py", "negatives/**/*.py", "generators/enumerate.py", "generators/schema.py",
+              "prm/base.py", "prm/model.py", "prm/shared.py", "prm/train_loop.py")
 _DIGESTS: dict[str, str] = {}
 
 
