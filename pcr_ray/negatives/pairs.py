@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,9 +171,6 @@ def pairs_from_problems(problems: Iterable[Mapping[str, Any]], cfg: PairConfig |
     processes = max(1, min(processes, len(problems) // 50))  # a process's start costs what ~50 problems do
     if processes == 1:
         return [row for rows in _pair_rows((problems, cfg)) for row in rows]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         shares = list(pool.map(_pair_rows, [(problems[i::processes], cfg) for i in range(processes)]))
     return [row for i in range(len(problems)) for row in shares[i % processes][i // processes]]
