@@ -241,3 +241,15 @@ def test_the_quick_prm_key_covers_the_code_that_makes_its_pairs():
     assert all(matched.values()), [p for p, fs in matched.items() if not fs]
     files = {f for fs in matched.values() for f in fs}
     assert {"negatives/pairs.py", "negatives/search_pairs.py", "generators/enumerate.py"} <= files
+
+
+@pytest.mark.slow
+def test_pairs_made_in_two_processes_are_the_pairs_made_in_one():
+    """pairs_from_problems(processes=2) (the quick PRM's first use) returns the serial rows, in the same order."""
+    from pcr_ray.data.physics import generate_problems
+    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
+
+    problems = [p.to_dict() for p in generate_problems(100, seed=7919, split="train") if p.gold_trace]
+    cfg = PairConfig(kinds=KIND_GROUPS["csp"], seed=0)
+    serial = pairs_from_problems(problems, cfg)
+    assert serial and pairs_from_problems(problems, cfg, processes=2) == serial
