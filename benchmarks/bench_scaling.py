@@ -1,9 +1,10 @@
 """The compute-scaling curve: accuracy, pass@N, PRM calls and tokens against the budget N, per method.
 
-Runs `pcr-ray evaluate experiment=scaling` (40 generated physics problems, the symbolic enumerator, the quick CSP
-PRM; best-of-n, PRM-weighted vote and majority vote read off one best_of_n run at the largest N, beam search and
-DVTS run at each N; pcr_ray/pipeline/scaling.py) through the real pipeline on a local Ray, and writes the curves
-with the run's wall time. The enumerator has no tokens: generator tokens are 0, PRM tokens are the PRM tokenizer's.
+Runs `pcr-ray evaluate experiment=scaling` (40 generated physics problems of the unseen templates, extracted
+givens, the symbolic enumerator, the quick CSP PRM; best-of-n, PRM-weighted vote and majority vote read off one
+best_of_n run at the largest N, beam search and DVTS run at each N; pcr_ray/pipeline/scaling.py) through the real
+pipeline on a local Ray, and writes the curves with the run's wall time. The enumerator has no tokens: generator
+tokens are 0, PRM tokens are the PRM tokenizer's.
 
     .venv/bin/python benchmarks/bench_scaling.py [--problems 40] [--budgets 1 2 4 8 16] [--width 2] [--results]
     .venv/bin/python benchmarks/bench_scaling.py --from-run RUN_DIR [--budgets 1 2 4 8 16] [--results]
@@ -33,6 +34,8 @@ def main() -> int:
     ap.add_argument("--budgets", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/bench_scaling.json")
+    ap.add_argument("--run-dir", type=Path, default=None,
+                    help="keep the run here (its shards feed --from-run's paired tests); default: a temporary folder")
     ap.add_argument("--from-run", type=Path, default=None, help="summarize this run directory's shards instead")
     ap.add_argument("--run-revision", default="", help="with --from-run: the git revision the run was made at")
     add_dry_run(ap)
@@ -48,8 +51,8 @@ def main() -> int:
     n = args.problems
     with tempfile.TemporaryDirectory() as tmp:
         overrides = ["experiment=scaling", f"dataset.sources=[{{name: physics, limit: {n}, kwargs: {{n: {n}, "
-                     f"seed: {args.seed}}}}}]", f"scaling.budgets=[{','.join(map(str, args.budgets))}]",
-                     f"scaling.width={args.width}", f"run_dir={tmp}/run"]
+                     f"seed: {args.seed}, split: heldout}}}}]", f"scaling.budgets=[{','.join(map(str, args.budgets))}]",
+                     f"scaling.width={args.width}", f"run_dir={args.run_dir or Path(tmp) / 'run'}"]
         t0 = time.perf_counter()
         try:
             out = evaluate(compose_config(overrides))
