@@ -3,9 +3,10 @@ two worker nodes that declare one GPU each (Ray schedules them without CUDA), `r
 own ports and token, each node with a cache folder of its own (no shared disk to work by accident).
 
 - `ray job submit --runtime-env cluster/runtime_env.yaml -- <cluster/rayjob.yaml's entrypoint> generator=vllm_tiny
-  ...` (the documented command, with the KubeRay job's entrypoint) runs NS-PRM, PRM-only and direct to the end
-  with the real vLLM engine (on CPU), the engine and the PRM actor on the worker nodes, the PRM checkpoint shipped
-  from the driver to the node that scores; the job's driver joins the head started here, with its token;
+  ...` (the documented command, with the KubeRay job's entrypoint) runs every method of paper_table to the end
+  (Ray Data, one engine actor for all of them, the PRM actor, grading, metrics, the report) with the real vLLM
+  engine (on CPU), the engine and the PRM actor on the worker nodes, the PRM checkpoint shipped from the driver to
+  the node that scores; the job's driver joins the head started here, with its token;
 - the KubeRay job's runtime env is the documented one (same env vars; its working dir is the image's checkout);
 - paper_table as shipped asks more than this cluster has: the job fails before any actor starts, naming what does
   not fit.
@@ -30,14 +31,12 @@ from tests.pipeline_util import read_metrics, read_rows, tiny_checkpoint  # noqa
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-# the engine and the PRM actor (nsprm; prm_only, which scores whatever parses, so that the PRM actor is called
-# whatever SmolLM2-135M writes) and a baseline on the engine alone (direct); every method of paper_table runs
-# through the same engine actor in tests/test_vllm_engine.py's local run
-METHODS = {"nsprm", "prm_only", "direct"}
+# paper_table's methods, all through one engine actor; prm_only scores whatever parses, so the PRM actor is called
+# whatever SmolLM2-135M writes
+METHODS = {"nsprm", "prm_only", "verifier_only", "greedy", "best_of_n", "direct", "pyexec"}
 # what CPU needs and no more: the engine and the PRM ask the GPUs the workers declare (placing them there), the
 # engine runs on one CPU, one search worker on the head, one problem, a short search
-CPU_OVERRIDES = ("generator=vllm_tiny", "prm=minilm_csp", "dataset.limit=1", "methods=[nsprm,prm_only,direct]",
-                 "actors.generator.replicas=1",
+CPU_OVERRIDES = ("generator=vllm_tiny", "prm=minilm_csp", "dataset.limit=1", "actors.generator.replicas=1",
                  "actors.generator.num_gpus=1", "actors.generator.num_cpus=1", "actors.prm.num_gpus=0.5",
                  "actors.prm.num_cpus=0", "pipeline.num_search_workers=1", "pipeline.worker_num_cpus=1",
                  "pipeline.batch_size=2", "pipeline.progress=false", "search.beam_width=1", "search.k=2",
@@ -90,6 +89,8 @@ def _check_run(run_dir: Path, caches: dict[str, Path], log: str) -> None:
     made = [w for w in workers if (w / "models" / "smollm2-135m-instruct-hf" / "config.json").exists()]
     assert made and not (caches["head"] / "models").exists()
     assert engine["calls"] > 0 and engine["stats"]["engine_starts"] >= 1
+    assert len([n for n in actors if n.startswith("pcr-gen-")]) == 1  # one engine actor served every method
+    assert (run_dir / "report.html").stat().st_size > 1000
 
 
 def _rayjob() -> dict:
