@@ -108,6 +108,7 @@ def from_run(args: argparse.Namespace) -> int:
     wall = max(r["written_at"] for r in rows) - min(r["written_at"] for r in rows)
     result = {"run_dir_config": OmegaConf.to_container(cfg, resolve=True)["scaling"], "problems": len(problems),
               "dataset_sources": OmegaConf.to_container(cfg.dataset.sources, resolve=True),
+              "givens": str(cfg.pipeline.givens),
               "generator_cap": int(cfg.generator.cap), "search": OmegaConf.to_container(cfg.search, resolve=True),
               "first_to_last_shard_s": round(wall, 1), "scaling": curves, "left_out": left_out,
               "paired": paired, "run_revision": args.run_revision or None,
