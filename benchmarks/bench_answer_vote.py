@@ -8,8 +8,7 @@ one when they state the same quantity (the search's `answer_quantity`: dimension
 run (seconds); writes <cache>/bench/NAME.json
 (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1).
 
-    .venv/bin/python benchmarks/bench_answer_vote.py search_settings/seed13_pair_lw3 \
-        search_settings/seed13_pair_lw3_enum1 search_settings/seed13_pair_lw3_enum2
+    .venv/bin/python benchmarks/bench_answer_vote.py seed13_enum0 seed13_enum1 seed13_enum2   # --name of each run
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ def main() -> None:
     ap.add_argument("--per-seed", type=int, default=100, help="problems per seed")
     ap.add_argument("--max-gold-steps", type=int, default=4)
     ap.add_argument("--mix", default="core", help="physics template mix: core, assumption or all (docs/data.md)")
+    ap.add_argument("--split", default="heldout", choices=["heldout", "train", "all"],
+                    help="physics templates: the unseen ones (heldout, what evaluations draw), train or all")
     ap.add_argument("--setting", action="append", default=None,
                     help="enumerator options, e.g. cap=96,head_share=0.9 (repeatable; "
                          f"keys {sorted(SETTING_KEYS)}; default: cap=48 and cap=96)")
@@ -68,7 +70,7 @@ def main() -> None:
         raise SystemExit(dry_run(__file__, {**vars(args), "settings": settings}))
     problems = []
     for seed in args.seeds:
-        pool = [p for p in generate_problems(6 * args.per_seed, seed=seed, mix=args.mix)
+        pool = [p for p in generate_problems(6 * args.per_seed, seed=seed, mix=args.mix, split=args.split)
                 if p.gold_steps and p.gold_steps <= args.max_gold_steps]
         problems += pool[: args.per_seed]
     rows = [p.to_dict() for p in problems]

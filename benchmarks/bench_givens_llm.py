@@ -1,5 +1,6 @@
 """Givens extraction accuracy: the LLM extractor (SmolLM2 via llama.cpp, JSON-schema constrained) next to the
-rule-based default, measured the same way (pcr_ray.data.givens.score_extraction) on the same sample.
+rule-based default, measured the same way (pcr_ray.data.givens.score_extraction) on the same sample: generated
+physics of the unseen templates and GSM8K test.
 
 A problem counts as complete when every given its gold trace uses was found (value and dimension); the target
 counts as right when its dimension equals the gold answer's. Writes <cache>/bench/bench_givens_llm.json
@@ -33,7 +34,8 @@ def main() -> None:
     from pcr_ray.generators.givens_llm import LLMGivensExtractor
     from pcr_ray.generators.llamacpp import LlamaCppGenerator
 
-    samples = {"physics": [(p.text, p.gold_trace, p.answer_unit) for p in generate_problems(args.n, seed=args.seed)]}
+    samples = {"physics": [(p.text, p.gold_trace, p.answer_unit) for p in generate_problems(args.n, seed=args.seed,
+                                                                                     split="heldout")]}
     try:
         from pcr_ray.data.readers import load_dataset
 
