@@ -20,11 +20,11 @@ from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
 
 
 def measure_givens(path: Path) -> dict[str, Any]:
-    """The extractor on GSM8K test and generated physics (complete gold givens captured), and on SciBench physics
-    (no gold givens: problems with givens found, and targets of the answer's dimension)."""
+    """The extractor on GSM8K test and generated physics of the unseen templates (complete gold givens captured), and
+    on SciBench physics (no gold givens: problems with givens found, and targets of the answer's dimension)."""
     out: dict[str, Any] = {}
     gsm = [p for p in load_dataset("gsm8k_test") if p.gold_trace]
-    phys = generate_problems(n=300, seed=0)
+    phys = generate_problems(n=300, seed=0, split="heldout")
     for name, probs in (("gsm8k_test", gsm), ("physics", phys)):
         out[name] = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in probs]).to_dict()
     sci = load_dataset("scibench", books=list(SCIBENCH_PHYSICS))
