@@ -12,14 +12,17 @@ of the two quick PRMs trained on the same pairs, and listwise training speed, ea
    picks on this CPU (pcr_ray.prm.kernels: int8 where it is measured faster, else fp32): candidates scored per
    second of wall time and per second of this process's CPU time (one torch thread: CPU time is what a
    scorer costs, less disturbed by other jobs on a shared machine), best of --rounds alternated rounds.
-2. Accuracy (--accuracy): both quick PRMs of `pcr_ray.prm.checkpoints.ensure_checkpoint` (900 CSP pairs, one
-   epoch; pair and shared_context attention, trained when not cached) scored on the held-out verifier-passing
-   test pairs (the test split of the same problems' CSP and search-matched pairs, --test-pairs of them drawn by
-   hash): pairwise accuracy, each PRM in fp32.
-3. Listwise (--listwise): training steps (forward, backward, AdamW) of the listwise loss on lists of about 13
+2. Accuracy (--parts accuracy): two PRMs trained by `pcr_ray.prm.checkpoints.ensure_checkpoint` on the same
+   --budget-pairs CSP pairs of the `train` templates, under the same loss (--loss; the quick recipe's: listwise), one
+   in each attention (pair and shared_context; trained when not cached: the shared-context one at the defaults is
+   the cached quick PRM), scored in fp32 on the pairs bench_quick_prm.py scores (CSP pairs of --eval-problems
+   physics problems of the `heldout` templates, never trained on): pairwise accuracy of each with its 95% interval,
+   and the paired exact test on the pairs one ranks right and the other wrong.
+3. Listwise (--parts listwise): training steps (forward, backward, AdamW) of the listwise loss on lists of about 13
    negatives (make-pairs' `search_per_kind=8`), pair against shared_context attention, same batches: pairs/s.
 
-    .venv/bin/python benchmarks/bench_prm_shared.py [--problems 6] [--pack-sizes 16 48] [--accuracy] [--listwise]
+    .venv/bin/python benchmarks/bench_prm_shared.py [--parts scoring accuracy listwise] [--problems 6]
+        [--pack-sizes 16 48] [--budget-pairs 1500] [--eval-problems 300] [--eval-pairs 1500]
 """
 
 from __future__ import annotations
@@ -165,36 +168,32 @@ def scoring(pair_ck: Any, shared_ck: Any, requests: list[list[tuple[str, str]]],
     }
 
 
-def test_pairs(kind: str = "csp") -> list[dict[str, Any]]:
-    """The held-out test split of the quick PRMs' own problems: verifier-passing (CSP + search-matched) pairs."""
-    from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
-    from pcr_ray.prm.checkpoints import DEFAULT_SOURCES, load_problems
+def accuracy(budget: int, loss: str, eval_problems: int, eval_pairs: int) -> dict[str, Any]:
+    """Pairwise accuracy on unseen-template pairs of a pair and a shared-context PRM trained alike (paired test)."""
+    from bench_quick_prm import heldout_pairs, pair_wins, pairwise
 
-    rows = pairs_from_problems(load_problems(DEFAULT_SOURCES), PairConfig(kinds=KIND_GROUPS[kind], seed=0))
-    return [r for r in rows if r["split"] == "test"]
-
-
-def accuracy(pair_ck: Any, shared_ck: Any, limit: int) -> dict[str, Any]:
-    from pcr_ray.prm.checkpoints import select_pairs
+    from pcr_ray.pipeline.stats import mcnemar_exact
+    from pcr_ray.prm.checkpoints import DEFAULT_LOSS, ensure_checkpoint
     from pcr_ray.prm.model import read_meta
-    from pcr_ray.prm.scorer import PRMScorer
 
-    every = test_pairs()
-    rows = select_pairs(every, limit, seed=0) if limit > 0 else every
-    out: dict[str, Any] = {"test_pairs": len(rows), "test_pairs_available": len(every),
-                           "test_problems": len({r["problem_id"] for r in rows})}
-    for name, ck in (("pair", pair_ck), ("shared_context", shared_ck)):
-        s = PRMScorer.from_checkpoint(ck)
-        pos = s.score([(r["context"], r["pos_step"]) for r in rows])
-        neg = s.score([(r["context"], r["neg_step"]) for r in rows])
+    pairs = heldout_pairs(eval_problems, eval_pairs, seed=0)
+    out: dict[str, Any] = {"train_pairs": budget, "loss": loss, "templates": "heldout (never trained on)",
+                           "eval_problems": eval_problems, "eval_pairs": len(pairs)}
+    wins: dict[str, list[bool]] = {}
+    for attention in ("pair", "shared_context"):
+        overrides = None if DEFAULT_LOSS[attention] == loss else {"loss": loss}
+        ck = ensure_checkpoint("csp", attention=attention, budget_pairs=budget, train_overrides=overrides)
+        wins[attention] = pair_wins(ck, pairs)
+        res = pairwise(pairs, wins[attention])
         tr = read_meta(ck).train
-        out[name] = {"pairwise_acc": round(sum(p > n for p, n in zip(pos, neg, strict=True)) / len(rows), 4),
-                     "val_pairwise_acc": round(float(tr.get("val_pairwise_acc", float("nan"))), 4),
-                     "train_pairs": tr.get("train_pairs"), "train_pairs_per_s": tr.get("pairs_per_s"),
-                     "train_epoch_s": tr.get("epoch_seconds")}
+        out[attention] = {**res, "checkpoint": ck.name, "train_pairs_per_s": tr.get("pairs_per_s"),
+                          "train_epoch_s": tr.get("epoch_seconds")}
+        print(f"  {attention}: {out[attention]['pairwise_acc']:.4f} {out[attention]['ci95']}", flush=True)
+    only_shared = sum(s and not p for p, s in zip(wins["pair"], wins["shared_context"], strict=True))
+    only_pair = sum(p and not s for p, s in zip(wins["pair"], wins["shared_context"], strict=True))
     out["acc_gap_points"] = round(100 * (out["shared_context"]["pairwise_acc"] - out["pair"]["pairwise_acc"]), 2)
-    out["train_pairs_per_s_ratio"] = round(out["shared_context"]["train_pairs_per_s"] /
-                                           out["pair"]["train_pairs_per_s"], 2)
+    out["discordant"] = {"only_shared_context_right": only_shared, "only_pair_right": only_pair,
+                         "p_exact": round(mcnemar_exact(only_shared, only_pair), 4)}
     return out
 
 
@@ -255,13 +254,15 @@ def main() -> None:
                     "candidates (whole requests)")
     ap.add_argument("--pack-sizes", type=int, nargs="+", default=[16, 48])
     ap.add_argument("--rounds", type=int, default=2, help="alternated timing rounds (best of)")
-    ap.add_argument("--accuracy", action="store_true", help="pairwise accuracy of the two quick PRMs (trains them "
-                    "when not cached)")
-    ap.add_argument("--listwise", action="store_true", help="listwise training pairs/s, pair vs shared")
+    ap.add_argument("--parts", nargs="+", choices=("scoring", "accuracy", "listwise"), default=["scoring"],
+                    help="what to measure: scoring speed, pairwise accuracy on unseen templates (trains the two "
+                    "PRMs when not cached), listwise training speed")
+    ap.add_argument("--budget-pairs", type=int, default=1500, help="train pairs of each PRM (accuracy)")
+    ap.add_argument("--loss", choices=("pairwise", "listwise"), default="listwise", help="both PRMs' loss (accuracy)")
+    ap.add_argument("--eval-problems", type=int, default=300, help="heldout-template physics problems (accuracy)")
+    ap.add_argument("--eval-pairs", type=int, default=1500, help="pairs scored, hash-drawn (accuracy)")
     ap.add_argument("--listwise-steps", type=int, default=6)
     ap.add_argument("--listwise-batch-size", type=int, default=32)
-    ap.add_argument("--test-pairs", type=int, default=600, help="test pairs scored (hash-drawn; 0: all)")
-    ap.add_argument("--listwise-only", action="store_true", help="only the listwise training measurement")
     ap.add_argument("--name", default="bench_prm_shared")
     add_dry_run(ap)
     args = ap.parse_args()
@@ -270,23 +271,31 @@ def main() -> None:
 
     import torch
 
-    from pcr_ray.prm.checkpoints import ensure_checkpoint
-
-    if args.listwise_only:
-        res = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
-               "listwise": listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)}
+    res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads()}
+    if "scoring" in args.parts:
+        res.update(scoring_part(args))
+        write_result(args.name, res)  # each part as soon as it is measured
+    if "accuracy" in args.parts:
+        res["accuracy"] = accuracy(args.budget_pairs, args.loss, args.eval_problems, args.eval_pairs)
+        print(f"accuracy: {res['accuracy']}", flush=True)
+        write_result(args.name, res)
+    if "listwise" in args.parts:
+        res["listwise"] = listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)
         print(f"listwise: {res['listwise']}", flush=True)
         write_result(args.name, res)
-        return
-    pair_ck = ensure_checkpoint("csp", attention="pair")
-    shared_ck = ensure_checkpoint("csp", attention="shared_context")
-    res: dict[str, Any] = {"machine": machine_info(), "torch_threads": torch.get_num_threads(),
-                           "pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)",
-                           "givens": GIVENS}
+
+
+def scoring_part(args: argparse.Namespace) -> dict[str, Any]:
+    """Part 1: the quick PRMs' scoring speed on the recorded search's candidates."""
     import json
 
     from pcr_ray.paths import cache_dir
+    from pcr_ray.prm.checkpoints import ensure_checkpoint
 
+    pair_ck = ensure_checkpoint("csp", attention="pair")
+    shared_ck = ensure_checkpoint("csp", attention="shared_context")
+    res: dict[str, Any] = {"pair_checkpoint": "quick csp (pair)", "shared_checkpoint": "quick csp (shared_context)",
+                           "givens": GIVENS}
     saved = cache_dir() / "bench" / f"prm_requests_seed{args.seed}_p{args.problems}_cap{args.cap}_b{args.beam}.json"
     if saved.exists():  # the same search's requests, recorded by an earlier run
         requests, info = (lambda d: ([[tuple(p) for p in r] for r in d["requests"]], d["info"]))(
@@ -305,15 +314,7 @@ def main() -> None:
     info["scored_requests"], info["scored_candidates"] = len(kept), sum(map(len, kept))
     res["scoring"] = scoring(pair_ck, shared_ck, kept, args.pack_sizes, args.rounds)
     print(f"scoring: {res['scoring']}", flush=True)
-    write_result(args.name, res)  # each part as soon as it is measured
-    if args.accuracy:
-        res["accuracy"] = accuracy(pair_ck, shared_ck, args.test_pairs)
-        print(f"accuracy: {res['accuracy']}", flush=True)
-        write_result(args.name, res)
-    if args.listwise:
-        res["listwise"] = listwise(args.listwise_steps, args.listwise_batch_size, args.rounds)
-        print(f"listwise: {res['listwise']}", flush=True)
-    write_result(args.name, res)
+    return res
 
 
 if __name__ == "__main__":

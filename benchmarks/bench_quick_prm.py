@@ -36,15 +36,20 @@ def heldout_pairs(n_problems: int, n_pairs: int, seed: int) -> list[dict[str, An
     return list(select_pairs(rows, n_pairs, seed))
 
 
-def pairwise(checkpoint: Path, pairs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Pairwise accuracy (the positive step scored above the negative) with its Wilson interval, overall and by kind."""
-    from pcr_ray.pipeline.stats import wilson
+def pair_wins(checkpoint: Path, pairs: list[dict[str, Any]]) -> list[bool]:
+    """For each pair, whether the checkpoint scores its positive step above its negative (fp32)."""
     from pcr_ray.prm.scorer import PRMScorer
 
     sc = PRMScorer.from_checkpoint(checkpoint)
     pos = sc.score([(r["context"], r["pos_step"]) for r in pairs])
     neg = sc.score([(r["context"], r["neg_step"]) for r in pairs])
-    wins = [p > n for p, n in zip(pos, neg, strict=True)]
+    return [p > n for p, n in zip(pos, neg, strict=True)]
+
+
+def pairwise(pairs: list[dict[str, Any]], wins: list[bool]) -> dict[str, Any]:
+    """Pairwise accuracy (the positive step scored above the negative) with its Wilson interval, overall and by kind."""
+    from pcr_ray.pipeline.stats import wilson
+
     by_kind: dict[str, list[bool]] = {}
     for r, w in zip(pairs, wins, strict=True):
         by_kind.setdefault(str(r["kind"]), []).append(w)
@@ -95,7 +100,7 @@ def main() -> None:
     print(f"{len(pairs)} heldout-template pairs")
     runs: list[dict[str, Any]] = []
     for ck in args.checkpoint:
-        runs.append({"checkpoint": str(Path(ck).resolve()), **pairwise(Path(ck), pairs)})
+        runs.append({"checkpoint": str(Path(ck).resolve()), **pairwise(pairs, pair_wins(Path(ck), pairs))})
         print(runs[-1]["checkpoint"], runs[-1]["pairwise_acc"], runs[-1]["ci95"])
     with tempfile.TemporaryDirectory(prefix="bench-quick-prm-") as tmp:
         for budget in args.budgets:
@@ -105,7 +110,8 @@ def main() -> None:
                 from pcr_ray.prm.checkpoints import install_checkpoint
 
                 print(f"installed {install_checkpoint(path, cache_dir() / 'prm' / path.name)}")
-            runs.append({"budget_pairs": budget, "train_s": round(seconds, 1), **meta, **pairwise(path, pairs)})
+            runs.append({"budget_pairs": budget, "train_s": round(seconds, 1), **meta,
+                         **pairwise(pairs, pair_wins(path, pairs))})
             print(f"budget {budget}: {seconds:.0f} s, pairwise {runs[-1]['pairwise_acc']} {runs[-1]['ci95']}")
     out = write_result(args.name, {"machine": machine_info(), "eval": {"problems": args.eval_problems,
                                                                       "pairs": len(pairs), "split": "heldout",

@@ -1,13 +1,15 @@
 """Search accuracy on seen and unseen physics templates, with extracted and with oracle givens (docs/results.md).
 
-Runs the demo's search setup (`experiment=demo`, three methods) on N generated physics problems of the `heldout`
-templates (no learned part trained on them) and N of the `train` templates (the quick PRM trained on other seeds of
-them), once per givens mode, through `pcr-ray evaluate` as a user runs it; then reports Acc@1 with its 95% Wilson
-interval per (split, givens, method), paired McNemar tests between methods and between givens modes, and the first
-30 unseen problems (the physics part of `make demo`). Writes <cache>/bench/seen_unseen_templates.json
+Runs the demo's search setup (`experiment=demo`, three methods; --experiment and --overrides pick another, e.g. the
+fine-tuned generator of `experiment=one_backbone`) on N generated physics problems of the `heldout` templates (no
+learned part trained on them) and N of the `train` templates (the quick PRM and the fine-tunes trained on other
+seeds of them), once per givens mode, through `pcr-ray evaluate` as a user runs it; then reports Acc@1 with its 95%
+Wilson interval per (split, givens, method), paired McNemar tests between methods and between givens modes, and
+the first 30 unseen problems (the physics part of `make demo`). Writes <cache>/bench/<--name>.json
 (benchmarks/results/ too with PCR_RAY_BENCH_RESULTS=1); the runs go to --run-root.
 
     PCR_RAY_DATA=/path/to/data .venv/bin/python benchmarks/bench_seen_unseen.py [--n 100] [--givens extract gold]
+        [--experiment one_backbone --overrides generator=vllm_sft_tiny --name seen_unseen_sft]
 """
 
 from __future__ import annotations
@@ -30,12 +32,21 @@ GIVENS_LABELS = {"extract": "extracted from the problem text", "gold": "gold (or
 DEMO_PHYSICS = 30  # make demo's generated physics problems: the first 30 of the heldout split, seed 0
 
 
-def command(n: int, seed: int, givens: str, run_dir: Path) -> list[str]:
+SETUPS = {"demo": ("experiment=demo restricted to generated physics and three methods: typed enumerator (cap 24) for "
+                   "nsprm and verifier_only, type-blind enumerator for prm_only, beam 2, up to 5 steps, 1 backtrack; "
+                   "the quick PRM (`pcr_ray.prm.checkpoints.ensure_checkpoint`)"),
+          "one_backbone": ("experiment=one_backbone restricted to generated physics and three methods: the fine-tuned "
+                           "generator proposes every step (k=4, beam 2, up to 6 steps, one retry), the quick PRM "
+                           "ranks them")}
+
+
+def command(n: int, seed: int, givens: str, run_dir: Path, experiment: str = "demo",
+            overrides: tuple[str, ...] = ()) -> list[str]:
     """The `pcr-ray evaluate` command of one givens mode (docs/results.md, Seen and unseen templates)."""
     sources = ",".join(f"{{name:physics,limit:{n},kwargs:{{n:{n},seed:{seed},split:{split}}}}}"
                        for split in ("heldout", "train"))
-    return ["pcr-ray", "evaluate", "experiment=demo", f"methods=[{','.join(METHODS)}]", f"dataset.sources=[{sources}]",
-            f"pipeline.givens={givens}", f"run_dir={run_dir}"]
+    return ["pcr-ray", "evaluate", f"experiment={experiment}", f"methods=[{','.join(METHODS)}]",
+            f"dataset.sources=[{sources}]", f"pipeline.givens={givens}", *overrides, f"run_dir={run_dir}"]
 
 
 def cells(rows: list[dict[str, Any]], givens: str) -> list[dict[str, Any]]:
@@ -96,7 +107,11 @@ def main() -> None:
     ap.add_argument("--givens", nargs="+", default=["extract", "gold"], choices=["extract", "gold"],
                     help="givens modes, one run each")
     ap.add_argument("--run-root", type=Path, default=None,
-                    help="where the runs go (default <cache>/bench/seen_unseen_runs)")
+                    help="where the runs go (default <cache>/bench/<name>_runs)")
+    ap.add_argument("--experiment", choices=sorted(SETUPS), default="demo", help="the search setup")
+    ap.add_argument("--overrides", nargs="*", default=[], help="further `pcr-ray evaluate` overrides (e.g. "
+                    "generator=vllm_sft_tiny)")
+    ap.add_argument("--name", default="seen_unseen_templates", help="the result's file name")
     ap.add_argument("--note", default="", help="what the machine was doing besides")
     add_dry_run(ap)
     args = ap.parse_args()
@@ -105,12 +120,12 @@ def main() -> None:
     from pcr_ray.paths import cache_dir
     from pcr_ray.prm.checkpoints import default_checkpoint_dir, trained_on
 
-    root = args.run_root or cache_dir() / "bench" / "seen_unseen_runs"
+    root = args.run_root or cache_dir() / "bench" / f"{args.name}_runs"
     exe = str(Path(sys.executable).parent / "pcr-ray")
     runs: dict[str, list[dict[str, Any]]] = {}
     commands, wall = [], {}
     for g in args.givens:
-        cmd = command(args.n, args.seed, g, root / g)
+        cmd = command(args.n, args.seed, g, root / g, args.experiment, tuple(args.overrides))
         commands.append(shlex.join(cmd))
         print(commands[-1], flush=True)
         t0 = time.perf_counter()
@@ -122,15 +137,13 @@ def main() -> None:
     prm = default_checkpoint_dir()
     record = {"commands": commands, "command": shlex.join(["python", "benchmarks/bench_seen_unseen.py", *sys.argv[1:]]),
               "machine": machine_info() | ({"note": args.note} if args.note else {}),
-              "setup": ("experiment=demo restricted to generated physics and three methods: typed enumerator (cap 24) "
-                        "for nsprm and verifier_only, type-blind enumerator for prm_only, beam 2, up to 5 steps, "
-                        "1 backtrack; the quick PRM (`pcr_ray.prm.checkpoints.ensure_checkpoint`)"),
+              "setup": SETUPS[args.experiment] + "".join(f"; {o}" for o in args.overrides),
               "prm": {"checkpoint": str(prm), "trained_on": trained_on(prm)},
               "split_labels": SPLIT_LABELS, "givens_labels": GIVENS_LABELS, "wall_s": wall, **summarize(runs)}
     for c in record["cells"]:
         print(f"{c['split']:8s} {c['givens']:8s} {c['method']:14s} {c['correct']}/{c['n']} {c['ci95']}")
     print(json.dumps(record["demo_physics_first30"]))
-    print(f"wrote {write_result('seen_unseen_templates', record)}")
+    print(f"wrote {write_result(args.name, record)}")
 
 
 if __name__ == "__main__":
