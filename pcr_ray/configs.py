@@ -271,10 +271,37 @@ class HFGeneratorConfig:
     batch_sequences: int = 1  # samples (k per request) per generate call: 1 request at a time on CPU; 256 on a GPU
 
 
+@dataclass
+class OpenAIGeneratorConfig:
+    """A model behind an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp's server, a hosted API), through the
+    `openai` client (extra `openai`; pcr_ray/generators/openai_server.py). Model-free on the Ray side: each search
+    worker holds its own client."""
+
+    kind: str = "openai"
+    base_url: str = "http://127.0.0.1:8000/v1"  # the server's /v1 root (vllm serve's default here)
+    model: str = ""  # the served model's name; empty: the server's first (GET /v1/models)
+    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the API key (unset: a local server's none)
+    api: str = "chat"  # chat: /chat/completions with the server's chat template | completions: /completions, plain text
+    structured: str = "json_schema"  # json_schema (OpenAI, vLLM, SGLang) | json_object (llama.cpp's server) | none
+    n_per_request: bool = False  # true: one request with n = k (one seed); false: k requests, each seeded
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int = 0
+    stop: list[str] = _list()  # stop strings
+    max_tokens: int = 256  # per step output
+    max_tokens_free: int = 1024  # per whole trace, program, direct answer or givens
+    schema_level: str = "ops"
+    max_ops: int = 48  # ops listed in the prompt and allowed by the schema
+    prompt: str = "full"  # full (op list and worked example) | compact (a model fine-tuned on traces, docs/sft.md)
+    concurrency: int = 8  # requests in flight at once, per search worker
+    timeout_s: float = 120.0  # per HTTP request
+    max_retries: int = 4  # on 408/409/429/5xx and connection errors, with exponential backoff (the client's)
+
+
 # a generator config's schema by its `kind` (pcr_ray.generators.base.build_generator builds it)
 GENERATOR_SCHEMAS: dict[str, type] = {
     "enumerate": EnumerateGeneratorConfig, "llamacpp": LlamaCppGeneratorConfig, "vllm": VLLMGeneratorConfig,
-    "hf": HFGeneratorConfig,
+    "hf": HFGeneratorConfig, "openai": OpenAIGeneratorConfig,
 }
 GENERATOR_KIND_ALIASES = {"enumerator": "enumerate", "llama_cpp": "llamacpp", "smollm2": "llamacpp"}
 

@@ -115,7 +115,7 @@ def test_strategy_flags_are_the_methods_own() -> None:
     assert [n for n in STRATEGIES.names() if not STRATEGIES.get(n).uses_prm] == ["verifier_only"]
     assert [n for n in STRATEGIES.names() if not STRATEGIES.get(n).uses_verifier] == ["prm_only"]
     assert SearchConfig(method="greedy", beam_width=4).beam_width == 1
-    assert [n for n in GENERATORS.names() if GENERATORS.get(n).model_free] == ["enumerate"]
+    assert [n for n in GENERATORS.names() if GENERATORS.get(n).model_free] == ["enumerate", "openai"]
     assert [n for n in GENERATORS.names() if GENERATORS.get(n).async_engine] == ["vllm"]
 
 
