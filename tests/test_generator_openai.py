@@ -109,6 +109,11 @@ def test_a_truncated_or_malformed_completion_is_a_rejected_candidate(llama_serve
     gen = server_generator(llama_server, structured="none", max_tokens=3)
     outs = gen.propose([ProposalRequest("car", CAR, CAR_GIVENS, k=2, target_unit="m")])
     assert gen.stats.extra["truncated"] == 2 and all(o for o in outs[0])
+    # the completions endpoint (a model without a chat template): plain text in, the cut text and tokens back
+    plain = server_generator(llama_server, api="completions", structured="none", max_tokens=3)
+    texts, usage = plain.propose_counted([ProposalRequest("car", CAR, CAR_GIVENS, k=1, target_unit="m")])
+    assert len(texts[0]) == 1 and texts[0][0] and usage[0][0] > 0 and 0 < usage[0][1] <= 3
+    assert plain.stats.extra["truncated"] == 1
     problem = SearchProblem("car", CAR, CAR_GIVENS, target_unit="m")
     res = run_search([problem], gen, None, SearchConfig(method="verifier_only", max_steps=2, k=2, max_retries=0))[0]
     assert res.answer_value is None and res.n_proposed >= 2 and res.n_parsed == 0 and not res.error

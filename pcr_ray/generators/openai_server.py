@@ -44,7 +44,8 @@ def response_format(schema: Mapping[str, Any] | None, structured: str) -> dict[s
         return None
     if structured == "json_object":
         return {"type": "json_object", "schema": dict(schema)}
-    return {"type": "json_schema", "json_schema": {"name": "pcr_ray_output", "schema": dict(schema), "strict": True}}
+    # not `strict`: OpenAI's strict mode refuses schemas with optional fields, which a step's schema has
+    return {"type": "json_schema", "json_schema": {"name": "pcr_ray_output", "schema": dict(schema)}}
 
 
 def completion_prompt(messages: Sequence[Message]) -> str:
@@ -162,8 +163,8 @@ class OpenAIServerGenerator:
             r = self._call(lambda: self.client.chat.completions.create(messages=call.messages, **kw))
             texts = [c.message.content or "" for c in r.choices]
         else:
-            if fmt is not None:  # the completions endpoint has no response_format; vLLM and SGLang take this
-                kw["extra_body"] = {"guided_json": fmt.get("schema") or fmt["json_schema"]["schema"]}
+            if fmt is not None:  # not in OpenAI's completions API: vLLM reads it as an extra field
+                kw["extra_body"] = {"response_format": fmt}
             r = self._call(lambda: self.client.completions.create(prompt=completion_prompt(call.messages), **kw))
             texts = [c.text or "" for c in r.choices]
         if len(texts) != n:
