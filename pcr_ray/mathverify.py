@@ -4,6 +4,10 @@ SymPy cannot be interrupted from another thread, so a pathological answer ('9...
 for as long as it likes inside the grading process (a Ray worker, say). Here each call runs in a child process
 (`python -m pcr_ray.mathverify`, one JSON line in, one out); a child that has not answered within the timeout
 is killed and the next call starts a fresh one. Children are reused between calls, at most `size` at once.
+
+A call's timeout counts the child's CPU time, not the wall clock: on a loaded machine (a test suite, a busy Ray
+node) a child that waits for a core is not killed for waiting; one that computes for `timeout_s` is. The wall
+clock still bounds a call at `WALL_FACTOR` times its timeout.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-START_TIMEOUT_S = 120.0  # a child's start (Python, SymPy, ANTLR) is not counted in a call's timeout
+START_TIMEOUT_S = 120.0  # a child's start (Python, SymPy, ANTLR, a first call) is not counted in a call's timeout
+WALL_FACTOR = 3.0  # a call ends after this many times its timeout in wall time, however little CPU it got
+_POLL_S = 0.05
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class _Worker:
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "pcr_ray.mathverify"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        if self._read(START_TIMEOUT_S) != {"ready": True}:
+        if self._read(START_TIMEOUT_S, cpu_time=False) != {"ready": True}:
             self.kill()
             raise WorkerError("the math-verify worker did not start (is math-verify installed?)")
 
@@ -59,10 +67,37 @@ class _Worker:
     def pid(self) -> int:
         return self.proc.pid
 
-    def _read(self, timeout_s: float) -> dict[str, Any] | None:
-        """The child's next answer line, or None when it gives none within `timeout_s`."""
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the child has used so far; None where /proc cannot tell (not Linux)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime: fields 14, 15 of proc(5)
+
+    def _wait(self, timeout_s: float) -> bool:
+        """Wait for an answer line until the child used `timeout_s` of CPU (or WALL_FACTOR times it passed)."""
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout_s))
+        t0, cpu0 = time.monotonic(), self.cpu_seconds()
+        while True:
+            waited = time.monotonic() - t0
+            if select.select([self.proc.stdout], [], [], min(_POLL_S, max(0.0, timeout_s - waited)))[0]:
+                return True
+            waited = time.monotonic() - t0
+            if waited < timeout_s:
+                continue
+            cpu = self.cpu_seconds()
+            if cpu is None or cpu0 is None or cpu - cpu0 >= timeout_s or waited >= WALL_FACTOR * timeout_s:
+                return False
+
+    def _read(self, timeout_s: float, *, cpu_time: bool = True) -> dict[str, Any] | None:
+        """The child's next answer line, or None when it gives none within `timeout_s` (of its CPU time)."""
+        assert self.proc.stdout is not None
+        if cpu_time:
+            ready = self._wait(timeout_s)
+        else:
+            ready = bool(select.select([self.proc.stdout], [], [], max(0.0, timeout_s))[0])
         if not ready:
             return None
         line = self.proc.stdout.readline()
@@ -125,7 +160,7 @@ class MathVerifyPool:
             self._cond.notify()
 
     def check(self, pred: str, gold: str, timeout_s: float) -> Verdict:
-        """Whether math-verify finds `pred` equal to `gold`, within `timeout_s` seconds of the worker's time."""
+        """Whether math-verify finds `pred` equal to `gold`, within `timeout_s` seconds of the worker's CPU time."""
         try:
             worker = self._take()
         except (WorkerError, OSError) as exc:
@@ -191,7 +226,8 @@ def serve_forever() -> None:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the answers
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    import math_verify  # noqa: F401  (loaded before "ready": a call's timeout covers the call alone)
+    _verify_pair("x^2+2x+1", "(x+1)^2")  # loads math_verify, SymPy's simplifier and the LaTeX parser before
+    # "ready" (the first call costs ~0.8 s of CPU, the next ones milliseconds): a call's timeout covers it alone
 
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
@@ -245,3 +246,28 @@ def test_one_module_reads_answers_in_text() -> None:
     hit = answers.extract_answer(text)
     assert hit is not None and hit.value == 12.0
     assert answers.parse_quantity("the result: \\fbox{12 kg}.") == (12.0, "kg")
+
+
+def test_a_worker_waiting_for_a_core_is_not_killed_for_waiting():
+    """The timeout counts the worker's CPU time: a worker held off the CPU (SIGSTOP, as a loaded machine would)
+    past its timeout still answers once it runs; one held past WALL_FACTOR times the timeout is killed."""
+    pool = mathverify.MathVerifyPool(size=1)
+    try:
+        assert pool.check("1+1", "2", 10.0).equal
+        (pid,) = pool.pids()
+        os.kill(pid, signal.SIGSTOP)
+        out: list[mathverify.Verdict] = []
+        t = threading.Thread(target=lambda: out.append(pool.check("x^2+2x+1", "(x+1)^2", 1.0)))
+        t.start()
+        time.sleep(1.5)  # past the 1 s timeout in wall time, no CPU used
+        os.kill(pid, signal.SIGCONT)
+        t.join(30)
+        assert out == [mathverify.Verdict(equal=True)] and pool.killed == 0
+
+        (pid,) = pool.pids()
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.perf_counter()
+        assert pool.check("3", "4", 0.3) == mathverify.Verdict(timed_out=True)
+        assert 0.3 * mathverify.WALL_FACTOR <= time.perf_counter() - t0 < 5.0 and pool.killed == 1
+    finally:
+        pool.close()
