@@ -113,6 +113,18 @@ class RayConfig:
 
 
 @dataclass
+class TrackingConfig:
+    """conf/tracking/: where a run's config, metrics, curves and artifacts are logged (pcr_ray.tracking)."""
+
+    kind: str = "none"  # none: nothing logged, nothing imported | mlflow: an MLflow run (the `tracking` extra)
+    # null: $MLFLOW_TRACKING_URI, else sqlite:///<the run's folder (a sweep's folder)>/mlflow.db;
+    # on a cluster an MLflow server every node's driver reaches, e.g. http://mlflow.internal:5000
+    uri: Optional[str] = None
+    experiment: str = "pcr_ray"  # the MLflow experiment the runs go to (created when missing)
+    run_name: Optional[str] = None  # null: the command and the run folder's name (a sweep job: its overrides)
+
+
+@dataclass
 class EvaluateRayConfig(RayConfig):
     num_gpus: Optional[float] = None
     namespace: Optional[str] = "pcr_ray"  # named model actors live here
@@ -500,6 +512,7 @@ class EvaluateConfig:
     actors: ActorsConfig = _factory(ActorsConfig)
     grading: GradingConfig = _factory(GradingConfig)
     scaling: ScalingSweepConfig = _factory(ScalingSweepConfig)
+    tracking: TrackingConfig = _factory(TrackingConfig)
 
 
 # ---------------------------------------------------------------------------------------------- solve
@@ -630,6 +643,7 @@ class TrainPRMConfig:
     train: TrainLoopConfig = _factory(TrainLoopConfig)
     scaling: ScalingConfig = _factory(ScalingConfig)
     ray: RayConfig = _factory(RayConfig)
+    tracking: TrackingConfig = _factory(TrackingConfig)
 
 
 @dataclass
@@ -801,6 +815,7 @@ class SFTConfig:
     run_name: Optional[str] = None  # null: sft-<recipe name>
     scaling: ScalingConfig = _factory(ScalingConfig)
     ray: RayConfig = _factory(RayConfig)
+    tracking: TrackingConfig = _factory(TrackingConfig)
 
 
 SCHEMAS: dict[str, type] = {

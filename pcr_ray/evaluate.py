@@ -39,6 +39,7 @@ from pcr_ray.pipeline.search_batch import check_search_configs, parse_methods, w
 from pcr_ray.pipeline.stats import paired_table
 from pcr_ray.prm.build import checkpoint_path
 from pcr_ray.search.types import check_givens_mode
+from pcr_ray.tracking import Tracker, evaluation_metrics, tracked
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +113,39 @@ def _bwrap_problem() -> str:
 
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,
              progress: bool | None = None) -> Path:
-    """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory."""
+    """Run the evaluation described by `cfg` (a composed evaluate config); returns the run directory.
+
+    With `tracking=mlflow` the run is an MLflow run: the config as params, metrics.json's numbers as metrics, the
+    per-problem table, report.html and the run's files as artifacts (pcr_ray.tracking)."""
+    cfg = check("evaluate", cfg)
+    check_grading_mode(str(cfg.grading.mode))
+    check_givens_mode(str(cfg.pipeline.givens))
+    out = resolve_run_dir(cfg, run_dir)
+    with tracked(_plain(cfg.tracking), "evaluate", _plain(cfg), out) as tracker:
+        _evaluate(cfg, out, progress)
+        log_evaluation(tracker, out)
+    return out
+
+
+def log_evaluation(tracker: Tracker, out: Path) -> None:
+    """A finished run's metrics, per-problem table and files, to the tracker."""
+    from pcr_ray.pipeline.results import read_results  # heavy: pyarrow
+
+    tracker.log_metrics(evaluation_metrics(json.loads((out / "metrics.json").read_text())))
+    tracker.log_table(read_results(out / "results.parquet").to_pylist(), "results.json")
+    for name in ("metrics.json", "report.html", "config.yaml", "results.parquet", "scaling.json"):
+        tracker.log_artifact(out / name)
+
+
+def _evaluate(cfg: DictConfig, out: Path, progress: bool | None) -> None:
+    """The evaluation itself: results.parquet, metrics.json, report.html and config.yaml in `out`."""
     from pcr_ray.pipeline import actors as act  # heavy: ray
 
     # heavy: pandas, pyarrow, ray
     from pcr_ray.pipeline.evaluate_pipeline import pending_items, run_pipeline
     from pcr_ray.pipeline.results import merge, read_results  # heavy: pyarrow
 
-    cfg = check("evaluate", cfg)
-    check_grading_mode(str(cfg.grading.mode))
-    check_givens_mode(str(cfg.pipeline.givens))
     t_start = time.time()
-    out = resolve_run_dir(cfg, run_dir)
     config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     (out / "config.yaml").write_text(config_yaml)
     pcfg = _plain(cfg.pipeline)
@@ -196,7 +218,6 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
     write_report(out, metrics, rows, title=f"pcr_ray evaluation: {extra['dataset']}", config_yaml=config_yaml,
                  max_problems=int(pcfg["report_max_problems"]), extra_plots=plots)
-    return out
 
 
 def run_and_summarize(cfg: DictConfig) -> None:

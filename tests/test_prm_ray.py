@@ -11,6 +11,8 @@ from pcr_ray.configs import compose
 from pcr_ray.negatives.pairs import SPLITS, PairConfig, pairs_from_problems
 from pcr_ray.pipeline.eval_prm import pair_metrics
 from pcr_ray.pipeline.stats import auroc
+from pcr_ray.prm.base import META_FILE
+from tests import mlflow_util
 from tests.prm_helpers import problem_rows, tiny_backbone
 
 pytestmark = pytest.mark.ray
@@ -72,8 +74,20 @@ def test_ray_train_two_workers_checkpoints_resumes_and_evaluates(pairs_dir, tmp_
     assert first["train_pairs_by_kind"] == subset["kind"].value_counts().to_dict()
     assert sum(first["train_pairs_by_kind"].values()) == 32
     values["train"]["epochs"] = 2
+    db = tmp_path / "mlflow.db"
+    values["tracking"] = {"kind": "mlflow", "uri": f"sqlite:///{db}"}
     second = train_prm(compose("train_prm", values=values))  # same run: resumes after epoch 0
     assert [h["epoch"] for h in second["history"]] == [0, 1]
+    # the MLflow run, read back: the config, both epochs' curves, the per-batch loss, the checkpoint's meta file
+    (run,) = mlflow_util.runs(db)
+    assert run.info.status == "FINISHED" and run.data.tags["pcr_ray.command"] == "train-prm"
+    assert run.data.params["train.epochs"] == "2" and run.data.params["prm.kind"] == "csp"
+    acc = mlflow_util.curve(db, run.info.run_id, "epoch/val_pairwise_acc")
+    assert acc == [(h["epoch"] + 1, pytest.approx(h["val_pairwise_acc"])) for h in second["history"]]
+    losses = [v for h in second["history"] for v in h["step_losses"]]
+    assert len(losses) == 4  # 2 epochs x 16 pairs per worker in batches of 8
+    assert [v for _, v in mlflow_util.curve(db, run.info.run_id, "train/step_loss")] == pytest.approx(losses)
+    assert run.data.metrics["train_pairs"] == 32 and mlflow_util.artifacts(db, run.info.run_id) == {META_FILE}
     assert second["history"][0] == first["history"][0]
     assert second["metrics"]["epoch"] == 1
     sc = PRMScorer.from_checkpoint(second["checkpoint"], max_length=64)

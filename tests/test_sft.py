@@ -21,6 +21,7 @@ from pcr_ray.paths import conf_dir
 from pcr_ray.sft.corpus import TRAIN_SEED_MIN, build_corpus, training_problems
 from pcr_ray.sft.examples import problem_examples
 from pcr_ray.sft.programs import trace_program
+from tests import mlflow_util
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -317,14 +318,23 @@ def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # n
 
 @pytest.mark.slow
 def test_sft_command_trains_on_ray_train_and_writes_a_folder(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
-    from pcr_ray.generators.model_folder import read_recipe
+    from pcr_ray.generators.model_folder import SFT_RECORD, read_recipe
     from pcr_ray.sft.command import main
 
-    out = tmp_path / "sft"
+    out, db = tmp_path / "sft", tmp_path / "mlflow.db"
     rc = main(["sft_recipe=test", "sft_recipe.max_steps=2", "sft_recipe.physics_problems=2",
                "sft_recipe.batch_size=2", f"output={out}",
-               f"storage_path={tmp_path / 'train'}", "scaling.cpus_per_worker=1"])
+               f"storage_path={tmp_path / 'train'}", "scaling.cpus_per_worker=1",
+               "tracking=mlflow", f"tracking.uri=sqlite:///{db}"])
     assert rc == 0
     record = read_recipe(out)
     assert record["steps"] == 2 and len(record["loss_curve"]) == 2 and record["tokens"] > 0
     assert (out / "model.safetensors").exists() and (out / "tokenizer_config.json").exists()
+    # the MLflow run, read back through MLflow's client: the config, the loss per step, the counts, sft.json
+    (run,) = mlflow_util.runs(db)
+    assert run.info.status == "FINISHED" and run.data.tags["pcr_ray.command"] == "sft"
+    assert run.data.params["sft_recipe.max_steps"] == "2" and run.data.params["sft_recipe.name"] == "test"
+    steps = mlflow_util.curve(db, run.info.run_id, "train/loss")
+    assert steps == [(1, pytest.approx(record["loss_curve"][0])), (2, pytest.approx(record["loss_curve"][1]))]
+    assert run.data.metrics["examples"] == record["data"]["examples"] and run.data.metrics["tokens"] > 0
+    assert mlflow_util.artifacts(db, run.info.run_id) == {SFT_RECORD}

@@ -28,11 +28,12 @@ import numpy as np
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.pairs import KIND_GROUPS, MINED_KINDS
-from pcr_ray.paths import cache_dir, is_uri, put_folder
+from pcr_ray.paths import cache_dir, is_uri, put_folder, runs_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.checkpoints import install_checkpoint
+from pcr_ray.tracking import Tracker, job_folder, tracked
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +213,37 @@ def fit_and_release(trainer: Any) -> Any:
 
 
 def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path."""
+    """Train a PRM as configured (a train_prm config as a dict); returns a summary with the checkpoint path.
+
+    With `tracking=mlflow`: the config, the loss per batch and the per-epoch losses and validation accuracy, the
+    pair counts and the checkpoint's meta file go to an MLflow run (pcr_ray.tracking)."""
     cfg = checked_dict("train_prm", cfg)
+    storage = str(cfg["storage_path"] or (cache_dir() / "ray_train"))
+    run_name = str(cfg["run_name"] or f"prm-{cfg['prm']['kind']}")
+    folder = job_folder(runs_dir() / "train_prm" / run_name if is_uri(storage) else Path(storage) / run_name)
+    with tracked(cfg["tracking"], "train-prm", cfg, folder) as tracker:
+        summary = _train_prm(cfg)
+        log_training(tracker, summary)
+    return summary
+
+
+def log_training(tracker: Tracker, summary: Mapping[str, Any]) -> None:
+    """A finished PRM training's curves (loss per batch; per epoch the losses and validation accuracy), counts and
+    meta file, to the tracker."""
+    history = summary["history"]
+    losses = [v for h in history for v in h.get("step_losses", [])]
+    tracker.log_curve("train/step_loss", losses)
+    for key in ("train_loss", "val_loss", "val_pairwise_acc", "pairs_per_s"):
+        tracker.log_curve(f"epoch/{key}", [h[key] for h in history], [h["epoch"] + 1 for h in history])
+    tracker.log_metrics({"train_pairs": summary["train_pairs"], "val_pairs": summary["val_pairs"],
+                         "seconds": summary["seconds"],
+                         **{f"train_pairs_by_kind/{k}": v for k, v in summary["train_pairs_by_kind"].items()}})
+    if not is_uri(summary["checkpoint"]):
+        tracker.log_artifact(Path(summary["checkpoint"]) / META_FILE)
+
+
+def _train_prm(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The training itself (train_prm without tracking)."""
     from ray.train import CheckpointConfig, RunConfig, ScalingConfig  # heavy: ray
     from ray.train.torch import TorchTrainer  # heavy: ray
 

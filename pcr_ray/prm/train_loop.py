@@ -295,6 +295,7 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
         t0 = time.perf_counter()
         loss_sum = seen = 0.0
         n_batches = 0
+        step_losses: list[float] = []  # this worker's loss per batch: the curve tracking logs
         stopped = False
         bar = _bar(cfg, rank0, epoch, _steps_per_epoch(cfg, session.world_size))
         batches = session.train_batches(epoch, cfg.batch_size)
@@ -318,7 +319,9 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
                 torch.nn.utils.clip_grad_norm_(wrapped.parameters(), cfg.grad_clip)
             optimizer.step()
             scheduler.step()
-            loss_sum += float(loss.detach()) * n_pairs
+            batch_loss = float(loss.detach())
+            step_losses.append(round(batch_loss, 5))
+            loss_sum += batch_loss * n_pairs
             seen += n_pairs
             n_batches += 1
             if bar is not None:
@@ -341,6 +344,7 @@ def train_loop(cfg: TrainConfig | Mapping[str, Any], session: LoopSession) -> di
             "val_loss": vl / vn if vn else float("nan"), "val_pairwise_acc": vc / vn if vn else float("nan"),
             "val_pairs": int(vn), "epoch_seconds": round(train_secs, 2),
             "pairs_per_s": round(seen / train_secs, 2) if train_secs > 0 else 0.0, "stopped_early": stopped,
+            "step_losses": step_losses,
         }
         history.append(metrics)
         with tempfile.TemporaryDirectory(prefix="prm_ck_") as tmp:

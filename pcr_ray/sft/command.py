@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -11,13 +12,14 @@ from typing import Any
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.generators.model_folder import SFT_RECORD, resolve_model
-from pcr_ray.paths import cache_dir, is_uri, put_folder
+from pcr_ray.paths import cache_dir, is_uri, put_folder, runs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.train_prm import fit_and_release
 from pcr_ray.prm.checkpoints import install_checkpoint
 from pcr_ray.sft.corpus import build_corpus
 from pcr_ray.sft.examples import SFTExample
 from pcr_ray.sft.train import SFTRecipe, save, train_model
+from pcr_ray.tracking import job_folder, tracked
 
 
 def ray_sft_loop(config: dict[str, Any]) -> None:
@@ -73,8 +75,25 @@ def build_trainer(cfg: dict[str, Any]) -> tuple[Any, list[SFTExample], SFTRecipe
 
 
 def sft(cfg: Any) -> dict[str, Any]:
-    """Fine-tune as configured (an sft config); returns a summary with the folder."""
+    """Fine-tune as configured (an sft config); returns a summary with the folder.
+
+    With `tracking=mlflow`: the config, the loss per step, the example counts and throughput, and sft.json go to
+    an MLflow run (pcr_ray.tracking)."""
     cfg = checked_dict("sft", cfg)
+    storage = str(cfg["storage_path"] or cache_dir() / "ray_train")
+    run_name = str(cfg["run_name"] or f"sft-{cfg['sft_recipe']['name']}")
+    folder = job_folder(runs_dir() / "sft" / run_name if is_uri(storage) else Path(storage) / run_name)
+    with tracked(cfg["tracking"], "sft", cfg, folder) as tracker:
+        out = _sft(cfg)
+        tracker.log_curve("train/loss", out["record"]["loss_curve"])
+        tracker.log_metrics({k: v for k, v in out["metrics"].items() if k != "loss"} | {"seconds": out["seconds"]})
+        if not is_uri(out["folder"]):
+            tracker.log_artifact(Path(out["folder"]) / SFT_RECORD)
+    return out
+
+
+def _sft(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The fine-tune itself (sft without tracking)."""
     t0 = time.perf_counter()
     output = str(cfg["output"] or cache_dir() / "models" / f"sft-{cfg['sft_recipe']['name']}")
     init_ray(cfg["ray"])
@@ -86,13 +105,14 @@ def sft(cfg: Any) -> dict[str, Any]:
         src = Path(d) / "model"
         if not (src / SFT_RECORD).exists():
             raise RuntimeError(f"the Ray Train checkpoint {d} holds no fine-tuned model")
+        record = json.loads((src / SFT_RECORD).read_text())
         if is_uri(output):
             put_folder(src, output)
         else:
             install_checkpoint(src, Path(output))
     metrics = dict(result.metrics or {})
     out = {"folder": output, "examples": metrics.get("examples"), "cut_by_max_len": metrics.get("cut_by_max_len"),
-           "metrics": metrics, "seconds": round(time.perf_counter() - t0, 1)}
+           "metrics": metrics, "record": record, "seconds": round(time.perf_counter() - t0, 1)}
     print(f"[sft] {output}: {out['examples']} of {len(examples)} examples trained on ({out['cut_by_max_len']} "
           f"longer than max_len), loss {metrics.get('loss')}, {metrics.get('tokens_per_s')} tokens/s, "
           f"{out['seconds']}s", flush=True)
