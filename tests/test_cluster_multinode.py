@@ -108,6 +108,9 @@ def test_ray_job_submit_runs_paper_table_on_the_gpu_workers(cluster, tmp_path):
     c, caches = cluster
     entry = shlex.split(_rayjob()["entrypoint"])
     assert entry[:4] == ["python", "-m", "pcr_ray.evaluate", "experiment=paper_table"]
+    # the manifest names one run folder on the shared volume, so a retried attempt resumes there (no `${now:...}`);
+    # _submit's own hydra.run.dir comes after it and wins
+    assert "hydra.run.dir=/mnt/shared/pcr_ray/runs/paper_table" in entry
     ckpt = tiny_checkpoint(tmp_path / "prm")  # on the driver's disk only, as far as the workers know
     run_dir = tmp_path / "run"
     rc, log = _submit(c, run_dir, [*entry, f"prm.checkpoint={ckpt}", *CPU_OVERRIDES],
