@@ -127,12 +127,18 @@ def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = N
     return out
 
 
+# results.parquet's columns left out of the filterable table (results.parquet, an artifact too, keeps them)
+BULKY_COLUMNS = ("raw_output", "step_verdicts", "step_scores")
+
+
 def log_evaluation(tracker: Tracker, out: Path) -> None:
     """A finished run's metrics, per-problem table and files, to the tracker."""
     from pcr_ray.pipeline.results import read_results  # heavy: pyarrow
 
     tracker.log_metrics(evaluation_metrics(json.loads((out / "metrics.json").read_text())))
-    tracker.log_table(read_results(out / "results.parquet").to_pylist(), "results.json")
+    table = read_results(out / "results.parquet")
+    tracker.log_table(table.drop_columns([c for c in table.column_names if c in BULKY_COLUMNS or c.endswith("_json")])
+                      .to_pylist(), "results.json")
     for name in ("metrics.json", "report.html", "config.yaml", "results.parquet", "scaling.json"):
         tracker.log_artifact(out / name)
 

@@ -81,3 +81,4 @@ def test_an_evaluate_sweep_is_one_parent_run_with_a_child_per_job(ray_session, t
             child.info.run_id, "results.json", str(tmp_path / child.info.run_id))).read_text())
         rows = read_rows(run_dir)
         assert len(table["data"]) == len(rows) and {"problem_id", "correct", "error_type"} <= set(table["columns"])
+        assert not {"raw_output", "trace_json"} & set(table["columns"])  # in results.parquet, not the table
