@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "solve": ("pcr_ray.solve:main", "solve one problem text with the configured generator and method"),
     "evaluate": ("pcr_ray.evaluate:main", "the main job: Ray Data evaluation pipeline (-m to sweep)"),
     "plan": ("pcr_ray.pipeline.plan:main", "an evaluation's actors against a cluster shape: what fits"),
+    "prefetch": ("pcr_ray.pipeline.prefetch:main", "fetch every model an evaluation will load, once, before it runs"),
     "summarize": ("pcr_ray.pipeline.summarize:main", "merge the metrics of a Hydra multirun folder"),
     "serve": ("pcr_ray.serve.deploy:main", "start the Ray Serve scoring endpoint"),
     "demo": ("pcr_ray.demo:main", "the demo: a small local evaluation of every method"),

@@ -240,7 +240,9 @@ class VLLMGeneratorConfig:
     JSON-schema structured outputs and prefix caching. These defaults are Qwen2.5-Math-7B-Instruct on a GPU."""
 
     kind: str = "vllm"
-    model: str = "Qwen/Qwen2.5-Math-7B-Instruct"  # a hub name, a folder, tiny:<name> or sft:<name>
+    # a hub name, a folder, a URI (s3://, gs://, file://: copied once into each node's cache; `pcr-ray prefetch`
+    # does it before a run), tiny:<name> or sft:<name>
+    model: str = "Qwen/Qwen2.5-Math-7B-Instruct"
     device: str = "cuda"  # cuda | cpu (the actor then reserves num_cpus CPUs instead of GPUs)
     tensor_parallel_size: int = 1
     max_model_len: int = 4096

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.paths import build_once, cache_dir
+from pcr_ray.paths import build_once, cache_dir, is_uri, local_path
 
 FOLDER_NAME = "smollm2-135m-instruct-hf"
 HALF_FOLDER_NAME = "smollm2-135m-instruct-half-hf"
@@ -121,7 +121,8 @@ TINY_MODELS = {"tiny:smollm2": ensure_tiny_model, "tiny:smollm2-half": ensure_ha
 
 def resolve_model(model: str) -> str:
     """A generator config's `model`: a `tiny:` name -> its converted folder, an `sft:` name -> its quick
-    fine-tune (trained on first use); anything else unchanged."""
+    fine-tune (trained on first use), a URI (`s3://`, `gs://`, `file://`) -> its copy in this node's cache (made
+    once, pcr_ray.paths.local_path); a hub name or a folder unchanged."""
     for prefix, entry in MODEL_MAKERS.items():
         if model.startswith(prefix):
             module, _, func = entry.partition(":")
@@ -130,6 +131,8 @@ def resolve_model(model: str) -> str:
         if model not in TINY_MODELS:
             raise ValueError(f"unknown tiny model {model!r}; known: {sorted(TINY_MODELS)}")
         return str(TINY_MODELS[model]())
+    if is_uri(model):
+        return str(local_path(model))
     return model
 
 
