@@ -436,6 +436,9 @@ class ActorConfig:
     torch_threads: Optional[int] = None
     # an actor not up by then (resources never free, a model still loading) is an error naming it
     start_timeout_s: float = 600
+    # one call (a batch) not answered by then (the replica's node lost, a restart that cannot be placed) goes to the
+    # next replica; every replica failing is the batch's error. 0: wait as long as it takes
+    call_timeout_s: float = 1800
 
 
 @dataclass

@@ -32,10 +32,12 @@ from pcr_ray.search.usage import propose_counted, score_counted
 # at that site in any process creates the marker and exits the process (os._exit) - used by the tests.
 FAULT_ENV = "PCR_RAY_FAULT_INJECT"
 FAULT_SITES = ("search_worker", "generator_actor", "prm_actor")
+STALL = "stall:"  # a marker path with this prefix: the call hangs instead (a replica lost without dying)
 
 
 def maybe_inject_fault(site: str, faults: Mapping[str, str] | None = None) -> None:
-    """Exit this process once for `site` when fault injection names it (the marker file makes it once only)."""
+    """Exit this process once for `site` when fault injection names it (the marker file makes it once only); with
+    a `stall:<marker>` value, the call never returns instead (a replica whose node went quiet)."""
     spec = dict(faults or {})
     if not spec and os.environ.get(FAULT_ENV):
         try:
@@ -45,12 +47,16 @@ def maybe_inject_fault(site: str, faults: Mapping[str, str] | None = None) -> No
     marker = spec.get(site)
     if not marker:
         return
+    stall = str(marker).startswith(STALL)
+    marker = str(marker).removeprefix(STALL)
     try:
         fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # atomic: only one process wins
     except FileExistsError:
         return
     os.write(fd, f"{site} pid={os.getpid()} t={time.time():.3f}\n".encode())
     os.close(fd)
+    if stall:
+        time.sleep(24 * 3600)
     os._exit(17)
 
 
@@ -263,16 +269,59 @@ def load_scorer(prm_cfg: Mapping[str, Any], checkpoint: str) -> Any:
     return build_scorer(prm_cfg, checkpoint)  # at the length the checkpoint was trained at
 
 
-class GeneratorProxy:
-    """`.propose(requests)` on one of the GeneratorActor replicas (the `slot`-th); blocks on ray.get."""
+class ReplicasUnavailable(RuntimeError):
+    """Every replica of a model actor is gone or did not answer within the call timeout."""
 
-    def __init__(self, handles: Sequence[Any], uses_feedback: bool = True, slot: int = 0) -> None:
+
+class _ReplicaProxy:
+    """Calls on one of a model's actor replicas (the `slot`-th); a replica that is gone (its restarts spent) or does
+    not answer within `timeout_s` (its node lost, a restart that cannot be placed) is left for the next one, and
+    the proxy stays on the replica that answered."""
+
+    kind = "model"
+
+    def __init__(self, handles: Sequence[Any], slot: int = 0, timeout_s: float | None = None) -> None:
         if not handles:
-            raise ValueError("GeneratorProxy needs at least one actor handle")
+            raise ValueError(f"{type(self).__name__} needs at least one actor handle")
         self.handles = list(handles)
-        self.handle = self.handles[slot % len(self.handles)]
-        self.uses_feedback = uses_feedback
+        self.slot = slot % len(self.handles)
+        self.timeout_s = timeout_s
         self.calls = 0
+        self.failovers = 0
+
+    @property
+    def handle(self) -> Any:
+        return self.handles[self.slot]
+
+    def _call(self, method: str, arg: list[Any]) -> Any:
+        self.calls += 1
+        failed: list[str] = []
+        for step in range(len(self.handles)):
+            i = (self.slot + step) % len(self.handles)
+            ref = getattr(self.handles[i], method).remote(arg)
+            try:
+                out = ray.get(ref, timeout=self.timeout_s)
+            except ray.exceptions.GetTimeoutError:
+                ray.cancel(ref)
+                failed.append(f"replica {i}: no answer within {self.timeout_s:g}s")
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+                failed.append(f"replica {i}: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+            else:
+                self.failovers += step
+                self.slot = i
+                return out
+        raise ReplicasUnavailable(f"every {self.kind} replica failed ({len(self.handles)}): " + "; ".join(failed))
+
+
+class GeneratorProxy(_ReplicaProxy):
+    """`.propose(requests)` on the generator's actor replicas (_ReplicaProxy: one at a time, failing over)."""
+
+    kind = "generator"
+
+    def __init__(self, handles: Sequence[Any], uses_feedback: bool = True, slot: int = 0,
+                 timeout_s: float | None = None) -> None:
+        super().__init__(handles, slot, timeout_s)
+        self.uses_feedback = uses_feedback
 
     def propose(self, requests: Sequence[Any]) -> list[list[str]]:
         return self.propose_counted(requests)[0]
@@ -281,20 +330,14 @@ class GeneratorProxy:
         """Candidates and (prompt, output) tokens per request (pcr_ray.search.usage)."""
         if not requests:
             return [], []
-        self.calls += 1
-        out, usage = ray.get(self.handle.propose_counted.remote(list(requests)))
+        out, usage = self._call("propose_counted", list(requests))
         return out, [tuple(u) for u in usage]
 
 
-class ScorerProxy:
-    """`.score(pairs)` on one of the PRMActor replicas (the `slot`-th); blocks on ray.get."""
+class ScorerProxy(_ReplicaProxy):
+    """`.score(pairs)` on the PRM's actor replicas (_ReplicaProxy: one at a time, failing over)."""
 
-    def __init__(self, handles: Sequence[Any], slot: int = 0) -> None:
-        if not handles:
-            raise ValueError("ScorerProxy needs at least one actor handle")
-        self.handles = list(handles)
-        self.handle = self.handles[slot % len(self.handles)]
-        self.calls = 0
+    kind = "PRM"
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         return self.score_counted(pairs)[0]
@@ -303,8 +346,7 @@ class ScorerProxy:
         """Scores and the tokens the PRM encodes per pair (pcr_ray.search.usage)."""
         if not pairs:
             return [], []
-        self.calls += 1
-        scores, tokens = ray.get(self.handle.score_counted.remote(list(pairs)))
+        scores, tokens = self._call("score_counted", list(pairs))
         return list(scores), list(tokens)
 
 
@@ -319,6 +361,7 @@ class ActorRef:
     uses_feedback: bool = True
     checkpoint: str = ""
     info: Mapping[str, Any] = field(default_factory=dict)
+    call_timeout_s: float | None = None  # a call unanswered by then goes to the next replica
 
 
 def _actor_options(name: str, acfg: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
@@ -408,7 +451,7 @@ def ensure_generator(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namesp
         handles.append(h)
     infos = wait_started(handles, names, acfg)
     return ActorRef("generator", tuple(names), namespace, uses_feedback=bool(infos[0]["uses_feedback"]),
-                    info=infos[0])
+                    info=infos[0], call_timeout_s=_timeout(acfg))
 
 
 def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping[str, Any], namespace: str | None,
@@ -426,7 +469,14 @@ def ensure_prm(prm_cfg: Mapping[str, Any], checkpoint: str | Path, acfg: Mapping
         names.append(name)
         handles.append(h)
     infos = wait_started(handles, names, acfg)
-    return ActorRef("prm", tuple(names), namespace, checkpoint=str(checkpoint), info=infos[0])
+    return ActorRef("prm", tuple(names), namespace, checkpoint=str(checkpoint), info=infos[0],
+                    call_timeout_s=_timeout(acfg))
+
+
+def _timeout(acfg: Mapping[str, Any]) -> float | None:
+    """An actor group's call timeout: its `call_timeout_s`, none when 0."""
+    t = float(acfg.get("call_timeout_s") or 0)
+    return t if t > 0 else None
 
 
 def release_unused(keep: Sequence[str]) -> list[str]:
@@ -462,8 +512,8 @@ def connect(ref: ActorRef | None) -> Any:
     handles = [ray.get_actor(n, namespace=ref.namespace) for n in ref.names]
     slot = ray.get(handles[0].next_ticket.remote()) if len(handles) > 1 else 0
     if ref.kind == "generator":
-        return GeneratorProxy(handles, ref.uses_feedback, slot=slot)
-    return ScorerProxy(handles, slot=slot)
+        return GeneratorProxy(handles, ref.uses_feedback, slot=slot, timeout_s=ref.call_timeout_s)
+    return ScorerProxy(handles, slot=slot, timeout_s=ref.call_timeout_s)
 
 
 def prm_cache_stats(info: Mapping[str, Any]) -> dict[str, Any]:
