@@ -17,6 +17,8 @@ In the vLLM environment only (`make test-vllm`): the worker nodes run `generator
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -119,6 +121,19 @@ def test_ray_job_submit_runs_paper_table_on_the_gpu_workers(cluster, tmp_path):
     assert "succeeded" in log and f":{c.gcs_port}" in log, f"the job's driver did not join our head:\n{log[-3000:]}"
     _check_run(run_dir, caches, log)
     assert "| nsprm |" in log  # the driver printed the metrics table
+
+
+def test_a_tensor_parallel_engine_is_never_split_across_nodes(cluster):
+    """generator.tensor_parallel_size=2 on two one-GPU nodes: the cluster has the two GPUs, but the engine's
+    placement group (STRICT_PACK) wants them on one node and is never placed."""
+    c, _ = cluster
+    code = (f"import ray; ray.init(address='127.0.0.1:{c.gcs_port}', log_to_driver=False)\n"
+            "from pcr_ray.pipeline.actors import engine_placement_group\n"
+            "pg = engine_placement_group('tp2', [{'GPU': 1.0, 'CPU': 0.0}] * 2)\n"
+            "print('GPUS=%g PLACED=%s' % (ray.cluster_resources().get('GPU', 0), pg.wait(10)))")
+    out = subprocess.run([sys.executable, "-c", code], env=c.env, capture_output=True, text=True, timeout=120,
+                         cwd=REPO)
+    assert "GPUS=2 PLACED=False" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
 
 
 def test_a_job_that_cannot_fit_fails_naming_what(cluster, tmp_path):

@@ -184,6 +184,12 @@ def vllm_placement(gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any]) -> dict[
     return {"num_gpus": 0.0, "num_cpus": 0.0, "bundles": [{"GPU": 1.0, "CPU": cpus}] + [{"GPU": 1.0}] * (tp - 1)}
 
 
+def engine_placement_group(name: str, bundles: list[dict[str, float]]) -> Any:
+    """The placement group of a tensor-parallel engine: all its GPUs on one node (STRICT_PACK), since vLLM's
+    tensor parallelism runs over the node's own links; a cluster of one-GPU nodes never places it."""
+    return placement_group(bundles, strategy="STRICT_PACK", name=f"{name}-pg")
+
+
 def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], namespace: str | None,
                 faults: Mapping[str, str] | None) -> Any:
     """Create (or get) one vLLM engine actor with its GPUs/CPUs reserved (vllm_placement)."""
@@ -197,7 +203,7 @@ def _vllm_actor(name: str, gen_cfg: Mapping[str, Any], acfg: Mapping[str, Any], 
     # an async actor: at least 64 calls in flight unless the config asks for more
     opts["max_concurrency"] = max(int(acfg["max_concurrency"]), 64)
     if place["bundles"]:
-        pg = placement_group(place["bundles"], strategy="PACK", name=f"{name}-pg")
+        pg = engine_placement_group(name, place["bundles"])
         try:
             ray.get(pg.ready(), timeout=float(acfg["start_timeout_s"]))
         except ray.exceptions.GetTimeoutError:
