@@ -206,7 +206,7 @@ def start_mlflow(tcfg: Mapping[str, Any], command: str, config: Mapping[str, Any
     try:
         from mlflow import MlflowClient  # heavy: mlflow
     except ImportError:
-        raise RuntimeError("tracking=mlflow needs MLflow: pip install 'pcr-ray[tracking]' (mlflow-skinny, "
+        raise RuntimeError("tracking=mlflow needs MLflow: pip install \".[tracking]\" in the checkout (mlflow-skinny, "
                            "sqlalchemy, alembic), or set tracking=none") from None
     sweep = _sweep()
     store = sweep[0] if sweep else folder

@@ -19,7 +19,7 @@ from typing import Any
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.configs import checked_dict
 from pcr_ray.generators.model_folder import resolve_model
-from pcr_ray.paths import is_uri, local_path
+from pcr_ray.paths import is_uri
 from pcr_ray.pipeline.search_batch import parse_methods
 from pcr_ray.prm.build import QUICK, checkpoint_path
 
@@ -82,10 +82,8 @@ def hub_download(name: str) -> Path:
 
 def fetch_model(location: str) -> tuple[Path, str]:
     """Where `location` (a generator's model or a causal-LM PRM) is on this machine once fetched, and how."""
-    if location.startswith(("tiny:", "sft:")):
-        return Path(resolve_model(location)), "built"
-    if is_uri(location):
-        return local_path(location), "uri"
+    if location.startswith(("tiny:", "sft:")) or is_uri(location):  # where the actors will look: the same call
+        return Path(resolve_model(location)), "uri" if is_uri(location) else "built"
     if Path(location).expanduser().exists():
         return Path(location).expanduser().resolve(), "local"
     if location.startswith(("/", ".", "~")):

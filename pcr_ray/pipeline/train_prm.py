@@ -218,10 +218,7 @@ def train_prm(cfg: Mapping[str, Any]) -> dict[str, Any]:
     With `tracking=mlflow`: the config, the loss per batch and the per-epoch losses and validation accuracy, the
     pair counts and the checkpoint's meta file go to an MLflow run (pcr_ray.tracking)."""
     cfg = checked_dict("train_prm", cfg)
-    storage = str(cfg["storage_path"] or (cache_dir() / "ray_train"))
-    run_name = str(cfg["run_name"] or f"prm-{cfg['prm']['kind']}")
-    folder = job_folder(runs_dir() / "train_prm" / run_name if is_uri(storage) else Path(storage) / run_name)
-    with tracked(cfg["tracking"], "train-prm", cfg, folder) as tracker:
+    with tracked(cfg["tracking"], "train-prm", cfg, job_folder(runs_dir() / "train_prm")) as tracker:
         summary = _train_prm(cfg)
         log_training(tracker, summary)
     return summary

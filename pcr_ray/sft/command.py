@@ -80,10 +80,7 @@ def sft(cfg: Any) -> dict[str, Any]:
     With `tracking=mlflow`: the config, the loss per step, the example counts and throughput, and sft.json go to
     an MLflow run (pcr_ray.tracking)."""
     cfg = checked_dict("sft", cfg)
-    storage = str(cfg["storage_path"] or cache_dir() / "ray_train")
-    run_name = str(cfg["run_name"] or f"sft-{cfg['sft_recipe']['name']}")
-    folder = job_folder(runs_dir() / "sft" / run_name if is_uri(storage) else Path(storage) / run_name)
-    with tracked(cfg["tracking"], "sft", cfg, folder) as tracker:
+    with tracked(cfg["tracking"], "sft", cfg, job_folder(runs_dir() / "sft")) as tracker:
         out = _sft(cfg)
         tracker.log_curve("train/loss", out["record"]["loss_curve"])
         tracker.log_metrics({k: v for k, v in out["metrics"].items() if k != "loss"} | {"seconds": out["seconds"]})
