@@ -109,7 +109,7 @@ def test_steve_implicit_multiplication_and_percent(train):
     # 'Work:200(.40)=80' is unannotated implicit multiplication with '40 percent' as .40.
     trace, v = _conv(train, 6143)
     assert _steps(trace) == [("div", 200), ("sub", 200), ("div", 0.4), ("mul", 80), ("sub", 120)]
-    assert (400.0, "item") in _given_values(trace)
+    assert (400.0, "email") in _given_values(trace)
 
 
 def test_jack_rates_are_demoted_not_forced(train):

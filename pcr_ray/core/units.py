@@ -49,7 +49,22 @@ DEFAULT_COUNT_UNITS: tuple[str, ...] = (
     "balloon", "ball", "chair", "table", "room", "house", "class", "team", "player", "worker", "employee",
     "customer", "visitor", "guest", "boy", "girl", "man", "woman", "sheep", "goat", "pig", "duck",
     "lesson", "problem", "question", "task", "job", "trip", "lap", "round", "step_", "word", "letter",
+    # the counted nouns most often written after a number in GSM8K's training questions
+    "cookie", "bill", "row", "block", "pizza", "episode", "cake", "floor", "dime", "pen", "notebook", "sandwich",
+    "carton", "member", "loaf", "sheet", "rose", "photo", "crayon", "seat", "package", "serving", "doll", "puppy",
+    "passenger", "strawberry", "nickel", "necklace", "crate", "tomato", "meal", "painting", "penny", "leaf",
+    "picture", "brownie", "carrot", "jellybean", "lollipop", "adult", "movie", "brick", "sibling", "wheel",
+    "teacher", "potato", "bracelet", "truck", "pill", "mango", "chocolate", "batch", "donut", "seashell",
+    "bicycle", "group", "sweater", "snake", "fruit", "window", "vote", "gift", "container", "ant",
+    "tile", "bucket", "plate", "basket", "coconut", "dress", "soda", "daisy", "hamburger", "apartment", "nut",
+    "marker", "kitten", "hen", "rock", "burger", "bike", "email", "phone", "lemon", "pancake", "pebble", "sack",
+    "lion", "button", "skirt", "chapter", "family", "follower", "message", "grape", "watermelon", "pear",
+    "magazine", "comic", "vegetable", "lemonade", "donation", "sale", "poster", "present", "shoe", "sock",
+    "glove", "puzzle", "tire", "rabbit", "frog", "fox", "bee", "nail", "envelope",
 )
+
+
+Kinds = tuple[tuple[str, int], ...]  # what a unit counts: ((noun, exponent), ...), sorted; () counts nothing
 
 
 class UnitError(ValueError):
@@ -91,6 +106,7 @@ def _make_registry() -> pint.UnitRegistry:
 
 
 UREG = _make_registry()
+_COUNT_DIMS: Dims = tuple(int(n == "[count]") for n in BASE_DIMS)
 
 
 def register_count_unit(name: str) -> None:
@@ -101,6 +117,8 @@ def register_count_unit(name: str) -> None:
         raise UnitError(f"{name!r} is already a unit ({UREG.parse_units(name)}); pick another name")
     UREG.define(f"{name} = item")
     unit_info.cache_clear()
+    count_kinds.cache_clear()
+    _is_count_noun.cache_clear()
 
 
 # LaTeX-ish and colloquial spellings -> pint syntax. Applied in order.
@@ -265,6 +283,59 @@ def try_unit_info(text: str) -> UnitInfo | None:
         return unit_info(text)
     except UnitError:
         return None
+
+
+@lru_cache(maxsize=8192)
+def count_kinds(text: str) -> Kinds | None:
+    """What a unit counts: 'orange/sack' -> (('orange', 1), ('sack', -1)); 'm/s' -> (); None for `item`.
+
+    A count noun (a `[count]` unit of scale 1 other than `item`) is a kind of its own; the generic `item`
+    counts something unknown, so a unit that holds it has no kinds to check (None). Raises UnitError.
+    """
+    unit_info(text)  # the same parse errors as everywhere else
+    _, pint_text = normalize_unit_text(text)
+    kinds: dict[str, int] = {}
+    for name, exp in UREG.parse_units(pint_text)._units.items():
+        if name == "item":
+            return None
+        if _is_count_noun(name):
+            kinds[name] = kinds.get(name, 0) + int(exp)
+    return tuple(sorted((n, e) for n, e in kinds.items() if e))
+
+
+@lru_cache(maxsize=4096)
+def _is_count_noun(name: str) -> bool:
+    info = try_unit_info(name)
+    return info is not None and info.dims == _COUNT_DIMS and info.scale == 1.0 and info.offset == 0.0
+
+
+def generic_count_unit(text: str) -> str:
+    """The unit with every count noun read as the generic `item` ('USD/orange' -> 'USD/item'): kinds unchecked."""
+    kinds = count_kinds(text)
+    if not kinds:
+        return text
+    factor, pint_text = normalize_unit_text(text)
+    if factor != 1.0:
+        return text
+    exps: dict[str, int] = {}
+    for name, exp in UREG.parse_units(pint_text)._units.items():
+        key = "item" if _is_count_noun(name) else str(name)
+        exps[key] = exps.get(key, 0) + int(exp)
+    num = [n + (f"^{e}" if e != 1 else "") for n, e in exps.items() if e > 0]
+    den = [n + (f"^{-e}" if e != -1 else "") for n, e in exps.items() if e < 0]
+    out = "*".join(num) or "1"
+    if den:
+        out += "/" + ("(" + "*".join(den) + ")" if len(den) > 1 else den[0])
+    return out if out != "1" else "dimensionless"
+
+
+def format_kinds(kinds: Kinds) -> str:
+    """'orange/sack' style text of a kind vector ('nothing counted' for ())."""
+    num = [n + (f"^{e}" if e != 1 else "") for n, e in kinds if e > 0]
+    den = [n + (f"^{-e}" if e != -1 else "") for n, e in kinds if e < 0]
+    if not num and not den:
+        return "nothing counted"
+    return ("*".join(num) or "1") + ("/" + "/".join(den) if den else "")
 
 
 def dims_of_unit(text: str) -> Dims:

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from pcr_ray.core.counts import CHECKED_FAMILY, count_error, counts_something, kinds_or_none
 from pcr_ray.core.primitives import REGISTRY, DimError, DomainError, Primitive, families
 from pcr_ray.core.primitives.registry import VARIADIC_MAX
 from pcr_ray.core.temperature import CHANGE, answer_role_error, checks_op, given_role, step_role
 from pcr_ray.core.trace import NAME_RE, Answer, Given, ParseContext, Step, Trace, parse_step, parse_trace
-from pcr_ray.core.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, unit_info
+from pcr_ray.core.units import DIMENSIONLESS, Dims, UnitError, UnitInfo, format_dims, format_kinds, unit_info
 
 SYNTAX, UNITS, COHERENCE = "syntax", "units", "coherence"
 
@@ -36,6 +37,8 @@ CODES: dict[str, tuple[str, str]] = {
     "redefined_var": (SYNTAX, "a step or given defines a name that already exists"),
     "bad_unit": (SYNTAX, "a unit string does not parse"),
     "unit_mismatch": (UNITS, "arguments violate the op's dimension rule"),
+    "count_mismatch": (UNITS, "a step or answer counts the wrong thing: sacks added to oranges, an output or "
+                              "answer that counts other than its arguments, a plain factor that counts"),
     "not_dimensionless": (UNITS, "an argument that must be dimensionless has units"),
     "wrong_out_unit": (UNITS, "the declared output unit has the wrong dimension"),
     "domain_error": (UNITS, "the op cannot be evaluated on these values (sqrt of a negative, ...)"),
@@ -388,6 +391,14 @@ def _check_step(state: VerifierState, step: Step, idx: int, extend: bool) -> Ste
         if out_dims != out_u.dims:
             return _fail(idx, "wrong_out_unit", f"{prim.name} gives {format_dims(out_dims)}, but out unit "
                                                 f"'{step.out.unit}' is {format_dims(out_u.dims)}")
+        units = {n: env[args[n]].unit for n, kind, *_ in pl.params if kind == "var" and args[n].__class__ is str}
+        if counts_something(step.out.unit) or any(counts_something(u) for u in units.values()):
+            units = {n: units.get(n) for n, kind, *_ in pl.params if kind == "var"}  # None: a literal
+            bad = count_error(prim, units, step.out.unit,
+                              {n: v for (n, *_), v in zip(pl.params, values, strict=True)}
+                              if prim.family == CHECKED_FAMILY else None)
+            if bad is not None:
+                return _fail(idx, *bad)
     else:
         out_dims = out_u.dims
     temp = ""
@@ -447,6 +458,10 @@ def _check_variadic(state: VerifierState, step: Step, idx: int, extend: bool, pr
         if out_dims != out_u.dims:
             return _fail(idx, "wrong_out_unit", f"{prim.name} gives {format_dims(out_dims)}, but out unit "
                                                 f"'{step.out.unit}' is {format_dims(out_u.dims)}")
+        bad = count_error(prim, {n: (state.env[step.args[n]].unit if isinstance(step.args[n], str) else None)
+                                 for n in names}, step.out.unit)
+        if bad is not None:
+            return _fail(idx, *bad)
     else:
         out_dims = out_u.dims
     temp = ""
@@ -525,6 +540,11 @@ def check_answer(state: VerifierState,
         if u.dims != v.dims:
             diags.append(make_diagnostic(None, "answer_unit_mismatch", f"answer '{a.name}' is {format_dims(v.dims)}, "
                                                              f"but '{unit}' is {format_dims(u.dims)}"))
+            continue
+        mine, asked = kinds_or_none(v.unit), kinds_or_none(unit)
+        if mine is not None and asked is not None and mine != asked:
+            diags.append(make_diagnostic(None, "count_mismatch", f"answer '{a.name}' counts "
+                                         f"{format_kinds(mine)}, but '{unit}' counts {format_kinds(asked)}"))
             continue
         role_msg = answer_role_error(v.temp, unit)
         if role_msg:

@@ -185,14 +185,20 @@ _IRREGULAR_PLURALS = {"children": "child", "people": "person", "men": "man", "wo
                       "tomatoes": "tomato", "heroes": "hero"}
 
 
+_IE_NOUNS = frozenset({"cookie", "brownie", "movie", "calorie", "zombie", "rookie", "selfie", "hoodie", "smoothie",
+                       "goalie", "sweetie", "pixie", "veggie", "birdie", "freebie"})
+
+
 def singular(word: str) -> str:
     """A plain English singular of a (lower-case) plural noun."""
     w = word.lower()
     if w in _IRREGULAR_PLURALS:
         return _IRREGULAR_PLURALS[w]
     if w.endswith("ies") and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith(("ses", "xes", "zes", "ches", "shes")) and len(w) > 4:
+        return w[:-1] if w[:-1] in _IE_NOUNS else w[:-3] + "y"
+    if w.endswith(("sses", "xes", "zes", "ches", "shes")) and len(w) > 4:
+        return w[:-2]
+    if w.endswith("oes") and len(w) > 4 and w not in ("shoes", "canoes"):
         return w[:-2]
     if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
         return w[:-1]
@@ -516,7 +522,36 @@ def scan_quantities(text: str) -> list[Mention]:
     for m in _STOP_RE.finditer(text):
         out.append(Mention(0.0, "m/s", m.start(), m.end(), m.group(0), "rest"))
     out.sort(key=lambda x: x.start)
-    return _share_units(text, out)
+    return _count_rates(text, _share_units(text, out))
+
+
+_RATE_AFTER = re.compile(r"\s+(?:per|(?:in|for|on|to|inside)\s+(?:each|every|one|a|an))\s+([a-z]+)\b(?:\s+([a-z]+)\b)?",
+                         re.IGNORECASE)
+_RATE_BEFORE = re.compile(r"\b(?:each|every|a|an|one|per)\s+(?:[a-z]+\s+){0,2}?([a-z]+)\s+(?:has|have|contains?|holds?|"
+                          r"had|gets?|got|needs?|uses?|takes?|with|carries|carried|can\s+hold|can\s+carry|"
+                          r"comes\s+with|is\s+made\s+of)\s+(?:exactly\s+|about\s+|only\s+)?$", re.IGNORECASE)
+
+
+def _count_rates(text: str, mentions: list[Mention]) -> list[Mention]:
+    """Counts per counted thing: 'each sack contains 35 oranges' and '35 oranges per sack' are 35 orange/sack."""
+    out = list(mentions)
+    for k, m in enumerate(out):
+        if not m.noun or m.kind not in ("number", "word") or count_noun(m.unit) != m.unit:
+            continue
+        end, per = m.end, None
+        at = text.lower().find(m.noun, m.end, m.end + 40)
+        after = _RATE_AFTER.match(text, at + len(m.noun)) if at >= 0 else None
+        if after and (per := count_noun(after.group(1).lower())):
+            end = after.end(1)
+        elif after and after.group(2) and (per := count_noun(after.group(2).lower())):  # 'each large box'
+            end = after.end(2)
+        else:
+            before = _RATE_BEFORE.search(text[max(0, m.start - 60):m.start])
+            if before and count_noun(before.group(1).lower()):
+                per = count_noun(before.group(1).lower())
+        if per and per != m.unit:
+            out[k] = Mention(m.value, f"{m.unit}/{per}", m.start, end, text[m.start:end], m.kind, m.noun)
+    return out
 
 
 _CURRENCY, _COUNT = BASE_DIMS.index("[currency]"), BASE_DIMS.index("[count]")
@@ -568,6 +603,8 @@ def name_for(unit: str, taken: set[str], hint: str = "") -> str:
     base = ""
     if info is not None and info.dims == _ITEM.dims and hint:
         base = "n_" + re.sub(r"[^a-z0-9_]", "", hint.lower())[:20]
+    elif re.fullmatch(r"[a-z]+/[a-z]+", unit or "") and hint:  # a count rate: 'orange/sack' -> oranges_per_sack
+        base = re.sub(r"[^a-z0-9_]", "", hint.lower())[:16] + "_per_" + unit.split("/")[1][:12]
     if not base:
         base = _NAME_BY_DIMS.get(info.dims, "q") if info is not None and info.dims != DIMENSIONLESS else "x"
         if unit == "percent":

@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from pcr_ray.core.primitives import REGISTRY, DimError, DomainError
-from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, try_unit_info
+from pcr_ray.core.units import DIMENSIONLESS, Dims, canonical_unit, generic_count_unit, try_unit_info
 from pcr_ray.core.verifier import verify
 from pcr_ray.data.givens import Mention, extract_target, name_for, normalize_text, noun_unit, read_unit, scan_quantities
 
@@ -680,6 +680,13 @@ def _convert(question: str, solution: str, implicit: bool) -> ConversionResult:
     units, out_units, n_demoted = _assign_units(sk, b.cents)
     trace = _to_trace(sk, units, out_units, ans_idx)
     verdict = verify(trace)
+    if not verdict.ok and _counts_failed(verdict):
+        # the solution's words did not type every count (16 slices a pizza read as 16 slices): keep the
+        # arithmetic and read its counts as generic items, which the verifier does not tell apart
+        units = [generic_count_unit(u) if u else u for u in units]
+        out_units = [generic_count_unit(u) if u else u for u in out_units]
+        trace = _to_trace(sk, units, out_units, ans_idx)
+        verdict = verify(trace)
     if not verdict.ok:
         d = verdict.first_failure
         raise _Skip("verify_failed", d.feedback() if d else "rejected")
@@ -687,6 +694,12 @@ def _convert(question: str, solution: str, implicit: bool) -> ConversionResult:
     if not _close(got, final):
         raise _Skip("verify_failed", f"answer {got:g} != {final:g}")
     return ConversionResult(True, trace, "", "", len(sk.steps), len(anns), n_demoted)
+
+
+def _counts_failed(verdict: Any) -> bool:
+    """Whether the verifier rejected the trace for what its counts count (sacks for oranges)."""
+    d = verdict.first_failure
+    return d is not None and d.code == "count_mismatch"
 
 
 def _to_trace(sk: _Skeleton, units: list[str], out_units: list[str], ans_idx: int) -> dict[str, Any]:

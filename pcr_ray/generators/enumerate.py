@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pcr_ray.configs import EnumerateGeneratorConfig
+from pcr_ray.core.counts import CHECKED_FAMILY, kinds_or_none, kinds_unit, out_kinds
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
@@ -249,11 +250,26 @@ class EnumeratorGenerator:
         if dims is None:  # type-blind guess: the unit of the first variable argument
             first = next((b for b in (binding or {}).values() if isinstance(b, VarInfo)), None)
             unit = first.unit if first is not None else "dimensionless"
-        elif target is not None and dims == target.dims:
-            unit = target.text
         else:
-            unit = canonical_unit(dims)
+            counted = self._counted_unit(op, dims, binding) if binding else None
+            if counted is not None and (target is None or dims != target.dims
+                                        or kinds_or_none(counted) != kinds_or_none(target.text)):
+                unit = counted  # what the step counts (280 orange), unless that is what the question asks
+            elif target is not None and dims == target.dims:
+                unit = target.text
+            else:
+                unit = canonical_unit(dims)
         return {"op": op, "args": args, "out": {"name": fresh_name(dims, index, taken), "unit": unit}}
+
+    @staticmethod
+    def _counted_unit(op: str, dims: Dims, binding: Mapping[str, Any]) -> str | None:
+        """The output unit that carries what an arithmetic step counts (pcr_ray.core.counts), or None."""
+        prim = REGISTRY[op]
+        if prim.family != CHECKED_FAMILY:
+            return None
+        units = {p: (b.unit if isinstance(b, VarInfo) else None) for p, b in binding.items()}
+        kinds = out_kinds(prim, units)
+        return kinds_unit(dims, kinds) if kinds else None
 
     def _out_dims(self, prim: Primitive, binding: Mapping[str, Any],
                   base: Mapping[str, float | None]) -> Dims | None:
@@ -396,6 +412,8 @@ class EnumeratorGenerator:
                 continue
             if self.typed and req.target_unit and answer_role_error(v.temp, req.target_unit):
                 continue  # a temperature change asked as a reading (or the reverse): the verifier rejects it
+            if self.typed and req.target_unit and _counts_other(v.unit, req.target_unit):
+                continue  # a count of sacks where oranges are asked: the verifier rejects it
             res.append({"answer": [{"name": v.name, "unit": req.target_unit or v.unit}]})
         return res
 
@@ -425,6 +443,12 @@ class EnumeratorGenerator:
             trace = {"steps": [s.to_dict() for s in steps[len(req.steps):]], "answer": answer or []}
             out.append(json.dumps(trace, separators=(",", ":")))
         return out
+
+
+def _counts_other(unit: str, asked: str) -> bool:
+    """Whether a unit and the asked unit both count known things, and different ones."""
+    mine, want = kinds_or_none(unit), kinds_or_none(asked)
+    return mine is not None and want is not None and mine != want
 
 
 def count_candidates(req: ProposalRequest, **kw: Any) -> int:
