@@ -90,6 +90,12 @@ def test_the_oranges_trace_end_to_end():
     ("Tom has 5 apples per basket and 3 baskets. How many apples does he have?", ["apple/basket", "basket"], "apple"),
     ("A large pizza has 16 slices. Albert buys 2 pizzas.", ["slice/pizza", "pizza"], None),
     ("Each of the 5 friends got 8 pencils.", ["friend", "pencil"], None),  # no rate word: plain counts
+    ("Each cookie costs $2. She buys 5 cookies.", ["USD/cookie", "cookie"], None),
+    ("Cookies cost $2 each. She buys 5 cookies.", ["USD/cookie", "cookie"], None),
+    ("She sells 5 cupcakes at $3 per cupcake.", ["cupcake", "USD/cupcake"], None),
+    ("Tickets are $12 for each adult.", ["USD/adult"], None),
+    ("He earns $12 an hour and works 5 hours.", ["USD/hour", "hour"], None),  # a rate per unit of time
+    ("Tom plants 10 trees a year and has 50 trees.", ["tree/year", "tree"], None),
 ])
 def test_the_extractor_types_counts_rates_and_the_asked_count(text, units, asked):
     from pcr_ray.data.givens import extract
@@ -107,3 +113,26 @@ def test_the_verifier_alone_solves_the_oranges_problem(capsys):
     assert main([text, "method=verifier_only"]) == 0
     out = capsys.readouterr().out
     assert "mul(x=n_sacks, y=oranges_per_sack) = 280 [orange]" in out and out.rstrip().endswith("answer: 280 orange")
+
+
+def test_the_enumerator_proposes_no_step_that_counts_the_wrong_thing():
+    """Typed enumeration keeps counts apart (and rates out of plain factors) before the verifier sees a step; what
+    it does propose passes the verifier, labelled with what it counts."""
+    import json
+
+    from pcr_ray.generators.base import ProposalRequest
+    from pcr_ray.generators.enumerate import EnumeratorGenerator
+
+    givens = (Given("n_sacks", 8, "sack"), Given("oranges_per_sack", 35, "orange/sack"),
+              Given("n_oranges", 12, "orange"), Given("t", 2, "s"))
+    req = ProposalRequest("p", "harvest", givens=givens, target_unit="orange")
+    steps = [json.loads(c) for c in EnumeratorGenerator(cap=100_000).step_candidates(req)]
+    calls = {(s["op"], tuple(sorted(str(a) for a in s["args"].values())), s["out"]["unit"]) for s in steps if "op" in s}
+    assert ("mul", ("n_sacks", "oranges_per_sack"), "orange") in calls
+    assert ("add", ("n_oranges", "n_oranges"), "orange") not in calls  # (a variable fills one parameter)
+    assert not [c for c in calls if c[0] in ("add", "sub") and {"n_sacks", "n_oranges"} <= set(c[1])]
+    assert not [c for c in calls if "oranges_per_sack" in c[1] and c[0] in ("scale", "percent_of", "pow")]
+    state, _ = VerifierState.from_givens(list(givens))
+    bad = [s for s in steps if "op" in s and not verify_step(state, s).ok
+           and verify_step(state, s).diagnostic.code == "count_mismatch"]
+    assert not bad, bad[:3]

@@ -421,7 +421,7 @@ _CHANGE_BEFORE_RE = re.compile(rf"(?:\bby|\b{_CHANGE_WORDS}\s+of)\s*$", re.IGNOR
 _TRAILING_POINT_RE = re.compile(r" ?\.\s+([A-Za-zμΩ°]+)(?![A-Za-zμΩ°])(?<!\bA)")
 
 
-def scan_quantities(text: str) -> list[Mention]:
+def scan_quantities(text: str, rates: bool = True) -> list[Mention]:
     """Every quantity in a (normalised) text, in order: numbers with their units, number words, factors, rest."""
     out: list[Mention] = []
     taken: list[tuple[int, int]] = []
@@ -522,35 +522,68 @@ def scan_quantities(text: str) -> list[Mention]:
     for m in _STOP_RE.finditer(text):
         out.append(Mention(0.0, "m/s", m.start(), m.end(), m.group(0), "rest"))
     out.sort(key=lambda x: x.start)
-    return _count_rates(text, _share_units(text, out))
+    shared = _share_units(text, out)
+    return _count_rates(text, shared) if rates else shared
 
 
-_RATE_AFTER = re.compile(r"\s+(?:per|(?:in|for|on|to|inside)\s+(?:each|every|one|a|an))\s+([a-z]+)\b(?:\s+([a-z]+)\b)?",
-                         re.IGNORECASE)
+_RATE_AFTER = re.compile(r"\s+(?:per|a|an|each|every|(?:in|for|on|to|inside)\s+(?:each|every|one|a|an))\s+([a-z]+)\b"
+                         r"(?:\s+([a-z]+)\b)?", re.IGNORECASE)
+_TIME_WORDS = {"second": "s", "minute": "minute", "hour": "hour", "day": "day", "week": "week", "month": "month",
+               "year": "year"}
 _RATE_BEFORE = re.compile(r"\b(?:each|every|a|an|one|per)\s+(?:[a-z]+\s+){0,2}?([a-z]+)\s+(?:has|have|contains?|holds?|"
                           r"had|gets?|got|needs?|uses?|takes?|with|carries|carried|can\s+hold|can\s+carry|"
                           r"comes\s+with|is\s+made\s+of)\s+(?:exactly\s+|about\s+|only\s+)?$", re.IGNORECASE)
+_PRICE_AFTER = re.compile(r"\s+(?:per|a|an|each|(?:for|on)\s+(?:each|every|one|a|an))\s+([a-z]+)\b(?:\s+([a-z]+)\b)?",
+                          re.IGNORECASE)
+_PRICE_EACH = re.compile(r"\s*(?:each|apiece|a\s+piece)\b", re.IGNORECASE)
+_PRICE_BEFORE = re.compile(r"\b(?:each|every|a|an|one|per)\s+(?:[a-z]+\s+){0,2}?([a-z]+)\s+(?:costs?|costed|"
+                           r"sells?\s+for|is\s+sold\s+for|is\s+priced\s+at|goes\s+for|is|was)\s+"
+                           r"(?:only\s+|just\s+)?(?:\$|€|£)?$", re.IGNORECASE)
+
+
+def _rate_after(pattern: re.Pattern[str], text: str, pos: int) -> tuple[str | None, int]:
+    """The count noun or time unit a rate phrase at text[pos:] is per ('per sack', 'in each large box', 'an hour'),
+    and its end."""
+    after = pattern.match(text, pos)
+    if after is None:
+        return None, pos
+    if per := count_noun(after.group(1).lower()) or _TIME_WORDS.get(after.group(1).lower()):
+        return per, after.end(1)
+    if after.group(2) and (per := count_noun(after.group(2).lower())):  # an adjective first: 'each large box'
+        return per, after.end(2)
+    return None, pos
+
+
+def _subject_noun(text: str, pos: int) -> str | None:
+    """The last count noun before pos in its sentence ('Cookies cost $2 each' -> 'cookie')."""
+    start = max(text.rfind(". ", 0, pos), text.rfind("? ", 0, pos), text.rfind("! ", 0, pos)) + 1
+    for w in reversed(re.findall(r"[A-Za-z]+", text[start:pos])):
+        if per := count_noun(w.lower()):
+            return per
+    return None
 
 
 def _count_rates(text: str, mentions: list[Mention]) -> list[Mention]:
-    """Counts per counted thing: 'each sack contains 35 oranges' and '35 oranges per sack' are 35 orange/sack."""
+    """Rates per counted thing: 'each sack contains 35 oranges' and '35 oranges per sack' are 35 orange/sack,
+    'each cookie costs $2', '$2 per cookie' and 'cookies cost $2 each' are 2 USD/cookie."""
     out = list(mentions)
     for k, m in enumerate(out):
-        if not m.noun or m.kind not in ("number", "word") or count_noun(m.unit) != m.unit:
-            continue
-        end, per = m.end, None
-        at = text.lower().find(m.noun, m.end, m.end + 40)
-        after = _RATE_AFTER.match(text, at + len(m.noun)) if at >= 0 else None
-        if after and (per := count_noun(after.group(1).lower())):
-            end = after.end(1)
-        elif after and after.group(2) and (per := count_noun(after.group(2).lower())):  # 'each large box'
-            end = after.end(2)
+        if m.kind == "money":
+            per, end = _rate_after(_PRICE_AFTER, text, m.end)
+            if per is None and (each := _PRICE_EACH.match(text, m.end)):
+                per, end = _subject_noun(text, m.start), each.end()
+            if per is None and (before := _PRICE_BEFORE.search(text[max(0, m.start - 60):m.start])):
+                per, end = count_noun(before.group(1).lower()), m.end
+        elif m.noun and m.kind in ("number", "word") and count_noun(m.unit) == m.unit:
+            at = text.lower().find(m.noun, m.end, m.end + 40)
+            per, end = _rate_after(_RATE_AFTER, text, at + len(m.noun)) if at >= 0 else (None, m.end)
+            if per is None and (before := _RATE_BEFORE.search(text[max(0, m.start - 60):m.start])):
+                per, end = count_noun(before.group(1).lower()), m.end
         else:
-            before = _RATE_BEFORE.search(text[max(0, m.start - 60):m.start])
-            if before and count_noun(before.group(1).lower()):
-                per = count_noun(before.group(1).lower())
+            continue
         if per and per != m.unit:
-            out[k] = Mention(m.value, f"{m.unit}/{per}", m.start, end, text[m.start:end], m.kind, m.noun)
+            out[k] = Mention(m.value, f"{m.unit}/{per}", m.start, max(end, m.end), text[m.start:max(end, m.end)],
+                             m.kind, m.noun)
     return out
 
 

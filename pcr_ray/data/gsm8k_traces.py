@@ -215,10 +215,10 @@ def _parse_expr(expr: str) -> ast.expr:
     return tree.body
 
 
-def _mentions(question: str) -> tuple[str, list[Mention]]:
+def _mentions(question: str, rates: bool = True) -> tuple[str, list[Mention]]:
     """The question's quantities: the scanner's mentions plus every bare digit string (fraction parts etc.)."""
     plain = normalize_text(question)
-    ms = scan_quantities(plain)
+    ms = scan_quantities(plain, rates)
     seen = {(m.start, m.value) for m in ms}
     extra = []
     for m in re.finditer(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?|(?<![\w\d])\.\d+", plain):
@@ -234,8 +234,8 @@ def _mentions(question: str) -> tuple[str, list[Mention]]:
 class _Builder:
     """Turns annotations into a skeleton, linking each number to a result, a given, or a literal."""
 
-    def __init__(self, question: str) -> None:
-        self.plain, self.mentions = _mentions(question)
+    def __init__(self, question: str, rates: bool = True) -> None:
+        self.plain, self.mentions = _mentions(question, rates)
         self.sk = _Skeleton()
         self.pct_frac: dict[int, int] = {}  # given index -> step index of div(pct, 100)
         self._emitted_here = 0  # steps emitted by the calculation being added
@@ -632,15 +632,25 @@ def convert_gsm8k(question: str, solution: str, *, implicit: bool = True) -> Con
 
     implicit=True also reads plain-text equations a solution writes without an annotation ('$12 + $6 = $18').
     """
+    with_rates = _try_convert(question, solution, implicit, rates=True)
+    if with_rates.ok and not with_rates.n_demoted:
+        return with_rates
+    # a rate the solution converts with bare factors ($12 an hour as 12/60 a minute) demotes quantities to plain
+    # numbers: the question read without rates ($12) may keep more of its units
+    plain = _try_convert(question, solution, implicit, rates=False)
+    return plain if plain.ok and (not with_rates.ok or plain.n_demoted < with_rates.n_demoted) else with_rates
+
+
+def _try_convert(question: str, solution: str, implicit: bool, rates: bool) -> ConversionResult:
     try:
-        return _convert(question, solution, implicit)
+        return _convert(question, solution, implicit, rates)
     except _Skip as s:
         return ConversionResult(False, None, s.reason, s.detail)
     except (RecursionError, MemoryError):
         return ConversionResult(False, None, "bad_annotation", "expression too deep")
 
 
-def _convert(question: str, solution: str, implicit: bool) -> ConversionResult:
+def _convert(question: str, solution: str, implicit: bool, rates: bool) -> ConversionResult:
     if "####" not in solution:
         raise _Skip("no_final_answer", "no #### line")
     final_text = solution.rsplit("####", 1)[1].strip().replace(",", "").replace("$", "")
@@ -652,7 +662,7 @@ def _convert(question: str, solution: str, implicit: bool) -> ConversionResult:
     anns = [c for c in calcs if not c.implicit]
     if not anns:
         raise _Skip("no_annotations", "the solution has no <<...>> annotations")
-    b = _Builder(question)
+    b = _Builder(question, rates)
     results: list[tuple[float, int]] = []
     for k, calc in enumerate(calcs):
         b.add_calc(k, calc, results)

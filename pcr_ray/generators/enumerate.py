@@ -43,7 +43,15 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pcr_ray.configs import EnumerateGeneratorConfig
-from pcr_ray.core.counts import CHECKED_FAMILY, kinds_or_none, kinds_unit, out_kinds
+from pcr_ray.core.counts import (
+    CHECKED_FAMILY,
+    PHYSICAL_FAMILIES,
+    UNION_OPS,
+    count_error,
+    kinds_or_none,
+    kinds_unit,
+    out_kinds,
+)
 from pcr_ray.core.naming import fresh_name
 from pcr_ray.core.primitives import REGISTRY, DimError, Primitive
 from pcr_ray.core.primitives.constants import CONSTANTS, constant_dims
@@ -217,6 +225,8 @@ class EnumeratorGenerator:
         roles = {v.name: v.temp for v in variables}
         role_of = roles.get
         base = {v.name: _base_value(v) for v in variables}  # each variable's value in SI, once per request
+        asked = kinds_or_none(req.target_unit) if req.target_unit else None
+        covering = asked if asked and len(asked) == 1 and asked[0][1] == 1 else None  # boys + girls as children
         for order, prim in enumerate(self._prims):
             if prim.name == "const":
                 for cname in self._useful_consts(req, variables, defined_consts):
@@ -226,7 +236,7 @@ class EnumeratorGenerator:
                     cands.append(_Cand((0, 0, order, cname), obj))
                 continue
             typed = prim.name in self._typed_ops
-            for n_bound, binding in enumerate(self._bindings(prim, variables, typed)):
+            for n_bound, binding in enumerate(self._bindings(prim, variables, typed, covering)):
                 if n_bound >= self.max_per_op:
                     break
                 args = {p: (b.name if isinstance(b, VarInfo) else b) for p, b in binding.items()}
@@ -251,10 +261,9 @@ class EnumeratorGenerator:
             first = next((b for b in (binding or {}).values() if isinstance(b, VarInfo)), None)
             unit = first.unit if first is not None else "dimensionless"
         else:
-            counted = self._counted_unit(op, dims, binding) if binding else None
-            if counted is not None and (target is None or dims != target.dims
-                                        or kinds_or_none(counted) != kinds_or_none(target.text)):
-                unit = counted  # what the step counts (280 orange), unless that is what the question asks
+            counted = self._counted_unit(op, dims, binding, target) if binding else None
+            if counted is not None:
+                unit = counted  # what the step counts (280 orange; the asked kind where a sum covers two)
             elif target is not None and dims == target.dims:
                 unit = target.text
             else:
@@ -262,12 +271,17 @@ class EnumeratorGenerator:
         return {"op": op, "args": args, "out": {"name": fresh_name(dims, index, taken), "unit": unit}}
 
     @staticmethod
-    def _counted_unit(op: str, dims: Dims, binding: Mapping[str, Any]) -> str | None:
-        """The output unit that carries what an arithmetic step counts (pcr_ray.core.counts), or None."""
+    def _counted_unit(op: str, dims: Dims, binding: Mapping[str, Any], target: Any) -> str | None:
+        """The output unit of an arithmetic step that counts something (pcr_ray.core.counts): the asked unit when
+        the step may declare it (280 orange for 'how many oranges'; boys + girls as children), else the unit of
+        what the op's rule says it counts; None when nothing is counted."""
         prim = REGISTRY[op]
         if prim.family != CHECKED_FAMILY:
             return None
         units = {p: (b.unit if isinstance(b, VarInfo) else None) for p, b in binding.items()}
+        if target is not None and dims == target.dims and kinds_or_none(target.text) \
+                and count_error(prim, units, target.text) is None:
+            return target.text
         kinds = out_kinds(prim, units)
         return kinds_unit(dims, kinds) if kinds else None
 
@@ -293,23 +307,35 @@ class EnumeratorGenerator:
         except Exception:  # an output rule that needs a value we do not have
             return None
 
-    def _options(self, p: Any, variables: list[VarInfo], bound: Mapping[str, Any], typed: bool) -> list[Any]:
+    def _options(self, prim: Primitive, p: Any, variables: list[VarInfo], bound: Mapping[str, Any],
+                 typed: bool, covering: Any = None) -> list[Any]:
         lits: list[Any] = list(self.literals)
         if not typed:
             return list(variables) + lits
+        if prim.family in PHYSICAL_FAMILIES:  # a physical formula takes no counted thing (pcr_ray.core.counts)
+            variables = [v for v in variables if not kinds_or_none(v.unit)]
+        elif prim.family != CHECKED_FAMILY:  # the counted arguments of any other op count one thing
+            held = next((k for b in bound.values() if isinstance(b, VarInfo) and (k := kinds_or_none(b.unit))), None)
+            if held:
+                variables = [v for v in variables if not (k := kinds_or_none(v.unit)) or k == held]
         if p.rkind == EXACT:
             return [v for v in variables if v.dims == p.rdims]
-        if p.rkind == DIMLESS:
-            return [v for v in variables if v.dims == DIMENSIONLESS] + lits
+        if p.rkind == DIMLESS:  # a plain factor counts nothing: 35 orange/sack is dimensionless, and no factor
+            return [v for v in variables if v.dims == DIMENSIONLESS and not kinds_or_none(v.unit)] + lits
         if p.rkind == SAME:
             ref = bound.get(p.rref)
             ref_dims = ref.dims if isinstance(ref, VarInfo) else DIMENSIONLESS
-            return [v for v in variables if v.dims == ref_dims] + (lits if ref_dims == DIMENSIONLESS else [])
+            ref_kinds = kinds_or_none(ref.unit) if isinstance(ref, VarInfo) else ()
+            # two different kinds only in a sum the question's kind covers (boys + girls, asked for children)
+            union = covering if prim.name in UNION_OPS and ref_kinds and len(ref_kinds) == 1 \
+                and ref_kinds != covering else None
+            return [v for v in variables if v.dims == ref_dims and _like_counts(kinds_or_none(v.unit), ref_kinds, union)
+                    ] + (lits if ref_dims == DIMENSIONLESS and not ref_kinds else [])
         if p.rkind == ANY:
             return list(variables) + lits
         return []
 
-    def _bindings(self, prim: Primitive, variables: list[VarInfo], typed: bool):
+    def _bindings(self, prim: Primitive, variables: list[VarInfo], typed: bool, covering: Any = None):
         params = list(prim.params)  # variadic ops register x1, x2: their two-argument form
         if any(p.kind != "var" for p in params):
             return
@@ -324,7 +350,7 @@ class EnumeratorGenerator:
                 yield dict(bound)
                 return
             p = params[order[j]]
-            options = self._options(p, variables, bound, typed)
+            options = self._options(prim, p, variables, bound, typed, covering)
             for opt in options:
                 is_var = isinstance(opt, VarInfo)
                 # one variable in two parameters only for mul (squares) and for a formula of 4+ parameters whose
@@ -443,6 +469,13 @@ class EnumeratorGenerator:
             trace = {"steps": [s.to_dict() for s in steps[len(req.steps):]], "answer": answer or []}
             out.append(json.dumps(trace, separators=(",", ":")))
         return out
+
+
+def _like_counts(kinds: Any, ref: Any, covering: Any) -> bool:
+    """Whether an argument's kinds may stand beside the reference's: the same, unknown, or (in a sum declared as
+    the covering kind) another single kind."""
+    return kinds is None or ref is None or kinds == ref or (
+        covering is not None and len(kinds) == 1 and kinds[0][1] == 1 and kinds != covering)
 
 
 def _counts_other(unit: str, asked: str) -> bool:
