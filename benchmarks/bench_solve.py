@@ -1,11 +1,12 @@
-"""`pcr-ray solve` with its defaults on short textbook problems: answers right, and seconds per problem.
+"""`pcr-ray solve` with its defaults on short textbook physics and word problems: answers right, seconds per problem.
 
 The one-minute path: each problem below (one to three steps, worded as a textbook states them, none from the
-project's generated templates) is solved with `pcr-ray solve`'s defaults (conf/solve.yaml: the rule-based
-givens extractor, the typed enumerator, nsprm with the quick shared-context PRM), the scorer loaded once as the
-command does. An answer is right when it is within 2% of the book value in SI units. Reports accuracy and the
-median and largest seconds a problem (search and extraction; the PRM loaded beforehand, as it is after a first
-solve). The README's solve examples are among the problems (tests/test_solve_examples.py checks that they are).
+project's generated templates or from GSM8K; physics and word problems reported apart) is solved with `pcr-ray
+solve`'s defaults (conf/solve.yaml: the rule-based givens extractor, the typed enumerator, nsprm with the quick
+shared-context PRM), the scorer loaded once as the command does. An answer is right when it is within 2% of the
+book value in SI units. Reports accuracy and the median and largest seconds a problem (search and extraction; the
+PRM loaded beforehand, as it is after a first solve). The README's solve examples are among the problems
+(tests/test_solve_examples.py checks that they are).
 
     .venv/bin/python benchmarks/bench_solve.py [overrides ...] [--name bench_solve] [--results]
 """
@@ -38,6 +39,18 @@ PROBLEMS: tuple[tuple[str, float, str], ...] = (
     ("A 0.5 kg ball moves at 4 m/s. What is its momentum?", 2.0, "kg*m/s"),
     ("A simple pendulum is 1 m long. What is its period?", 2.006, "s"),
 )
+# short word problems of one or two arithmetic steps, written for this benchmark (none from GSM8K)
+WORD_PROBLEMS: tuple[tuple[str, float, str], ...] = (
+    ("A farmer harvests 8 sacks of oranges. Each sack contains 35 oranges. How many oranges does he harvest?",
+     280.0, "orange"),
+    ("Each cookie costs $2. Maria buys 5 cookies. How much does she spend?", 10.0, "USD"),
+    ("A class has 12 boys and 15 girls. How many students are in the class?", 27.0, "student"),
+    ("A baker has 60 muffins and packs them in boxes of 6 muffins each. How many boxes does he fill?", 10.0, "box"),
+    ("Tom reads 20 pages a day. How many pages does he read in 7 days?", 140.0, "page"),
+    ("A ticket costs $12. How much do 4 tickets cost?", 48.0, "USD"),
+    ("Sam had 45 marbles and gave 17 marbles to his friend. How many marbles does Sam have now?", 28.0, "marble"),
+    ("A worker earns $15 an hour. How much does she earn in 8 hours?", 120.0, "USD"),
+)
 
 
 def right(value: float | None, unit: str | None, book: float, book_unit: str) -> bool:
@@ -66,22 +79,27 @@ def main() -> None:
     scorer = load_scorer(cfg["prm"])
     load_s = time.perf_counter() - t0
     rows = []
-    for text, book, unit in PROBLEMS:
+    for group, text, book, unit in [("physics", *p) for p in PROBLEMS] + [("word", *p) for p in WORD_PROBLEMS]:
         t = time.perf_counter()
         res, _ = solve(text, cfg, scorer=scorer)
         secs = time.perf_counter() - t
         ok = right(res.answer_value, res.answer_unit, book, unit)
-        rows.append({"problem": text, "book": f"{book:g} {unit}", "answer": None if res.answer_value is None else
-                     f"{res.answer_value:.6g} {res.answer_unit}", "right": ok, "seconds": round(secs, 2),
+        answer = None if res.answer_value is None else f"{res.answer_value:.6g} {res.answer_unit}"
+        rows.append({"group": group, "problem": text, "book": f"{book:g} {unit}", "answer": answer, "right": ok,
+                     "seconds": round(secs, 2),
                      "prm_calls": res.n_prm_calls, "steps": [s["step"] for s in res.steps], "stop": res.stop_reason})
         print(f"{'RIGHT' if ok else 'wrong'} {secs:5.1f}s  {rows[-1]['answer']!s:>18}  (book {book:g} {unit})  "
               f"{text[:70]}", flush=True)
-    secs = [r["seconds"] for r in rows]
-    n_right = sum(r["right"] for r in rows)
-    res = {"machine": machine_info(), "overrides": args.overrides, "scorer_load_s": round(load_s, 2),
-           "n_problems": len(rows), "n_right": n_right, "accuracy": round(n_right / len(rows), 4),
-           "median_s": round(statistics.median(secs), 2), "max_s": max(secs), "problems": rows}
-    print(f"{n_right}/{len(rows)} right; median {res['median_s']} s, max {res['max_s']} s a problem")
+    res: dict = {"machine": machine_info(), "overrides": args.overrides, "scorer_load_s": round(load_s, 2)}
+    for group in ("physics", "word"):
+        part = [r for r in rows if r["group"] == group]
+        secs = [r["seconds"] for r in part]
+        n_right = sum(r["right"] for r in part)
+        res[group] = {"n_problems": len(part), "n_right": n_right, "accuracy": round(n_right / len(part), 4),
+                      "median_s": round(statistics.median(secs), 2), "max_s": max(secs)}
+        print(f"{group}: {n_right}/{len(part)} right; median {res[group]['median_s']} s, max {res[group]['max_s']} s "
+              "a problem")
+    res["problems"] = rows
     write_result(args.name, res, commit=args.results or None)
 
 
