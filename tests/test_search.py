@@ -360,3 +360,18 @@ def test_vote_returns_the_answer_two_traces_agree_on() -> None:
     assert logged[("answer", json.dumps({"answer": [{"name": "far", "unit": "m"}]}))] == pytest.approx(0.9)
     assert logged[("answer", json.dumps({"answer": [{"name": "e", "unit": "m"}]}))] == pytest.approx(0.6)
     assert logged[("step", far)] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_candidate_named_like_an_existing_variable_is_renamed_not_lost(strict):
+    """A model that names its output like a given ('price' for a new price) proposes a usable step: the output is
+    renamed (price_2, then price_3) and verified; the step itself is unchanged."""
+    from pcr_ray.core.trace import Out, Step
+    from pcr_ray.core.verifier import VerifierState
+    from pcr_ray.search.candidates import check_step_candidate
+
+    givens = [Given("price", 2, "USD/egg"), Given("n", 9, "egg"), Given("price_2", 1, "USD")]
+    state, _ = VerifierState.from_givens(givens)
+    out = check_step_candidate(state, Step("mul", {"x": "price", "y": "n"}, Out("price", "USD")), strict=strict)
+    assert out.ok and out.step.out.name == "price_3" and out.step.value == pytest.approx(18.0)
+    assert out.state.env["price"].value == 2 and out.state.env["price_3"].value == pytest.approx(18.0)

@@ -78,14 +78,17 @@ class StepOutcome:
 
 
 def check_step_candidate(state: VerifierState, step: Step, *, strict: bool) -> StepOutcome:
-    """Strict: the verifier's incremental check. Lenient: usable if it has a claimed or computable value."""
+    """Strict: the verifier's incremental check. Lenient: usable if it has a claimed or computable value.
+
+    An output named like a variable that exists ('price' for a new price) is renamed first ('price_2'): the name
+    is a label, and the trace so far, rendered for the next step, shows the new one."""
+    if step.out.name in state.env:
+        step = replace(step, out=replace(step.out, name=_untaken(step.out.name, state.env)))
     chk = check_step(state, step)
     if chk.ok:
         assert chk.result is not None
         return StepOutcome(True, replace(step, value=chk.result.value), chk.state, None, True)
     if strict:
-        return StepOutcome(False, None, None, chk.diagnostic, False)
-    if step.out.name in state.env:  # cannot be used even ignoring units: it would overwrite a variable
         return StepOutcome(False, None, None, chk.diagnostic, False)
     lenient = VerifierState(state.env, state.n_steps, _LENIENT)
     lchk = check_step(lenient, replace(step, value=None), extend=False)
@@ -98,6 +101,14 @@ def check_step_candidate(state: VerifierState, step: Step, *, strict: bool) -> S
         return StepOutcome(False, None, None, lchk.diagnostic or chk.diagnostic, False)
     res = StepResult(state.n_steps, step.op, step.out.name, value, step.out.unit, base, dims, step)
     return StepOutcome(True, replace(step, value=value), state.extend(res), chk.diagnostic, False)
+
+
+def _untaken(name: str, taken: object) -> str:
+    """name_2, name_3, ...: the first not in `taken`."""
+    k = 2
+    while f"{name}_{k}" in taken:  # type: ignore[operator]
+        k += 1
+    return f"{name}_{k}"
 
 
 @dataclass(frozen=True)
