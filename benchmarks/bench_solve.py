@@ -39,7 +39,8 @@ PROBLEMS: tuple[tuple[str, float, str], ...] = (
     ("A 0.5 kg ball moves at 4 m/s. What is its momentum?", 2.0, "kg*m/s"),
     ("A simple pendulum is 1 m long. What is its period?", 2.006, "s"),
 )
-# short word problems of one or two arithmetic steps, written for this benchmark (none from GSM8K)
+# short word problems of one or two arithmetic steps, written for this benchmark (none from GSM8K) while the
+# extractor's rate rules were written: their phrasings are seen by those rules
 WORD_PROBLEMS: tuple[tuple[str, float, str], ...] = (
     ("A farmer harvests 8 sacks of oranges. Each sack contains 35 oranges. How many oranges does he harvest?",
      280.0, "orange"),
