@@ -4,13 +4,13 @@ folder), stopped by their process groups and by the processes that name the clus
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,18 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-
-
-def free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def pids_using(marker: str) -> list[int]:
@@ -59,6 +47,8 @@ class LocalCluster:
     timeout: float
     nodes: list[NodeSpec] = field(default_factory=list)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)  # `ray start --block` of each node, by name
+    launches: dict[str, int] = field(default_factory=dict)  # how often each node was started (its port set)
+    port_lock: object = None  # the open lock file of the cluster's port block, held while the cluster runs
 
     def ray(self, *args: str, timeout: float = 600, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([str(BIN / "ray"), *args], env=self.env, capture_output=True, text=True,
@@ -77,14 +67,7 @@ class LocalCluster:
 
     def stop(self) -> None:
         for p in reversed(list(self.procs.values())):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)  # `ray start --block` stops its node on SIGTERM
-                p.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _stop_process_group(p)
         time.sleep(1)
         for pid in pids_using(self.temp_dir):  # anything of this cluster that outlived its nodes
             try:
@@ -92,20 +75,61 @@ class LocalCluster:
             except ProcessLookupError:
                 pass
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.port_lock is not None:
+            self.port_lock.close()
+            self.port_lock = None
 
 
+def _stop_process_group(p: subprocess.Popen) -> None:
+    """SIGTERM to a node's `ray start --block` process group (it stops its node), SIGKILL after 15 s."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# Every port of a test cluster lies below the kernel's ephemeral range (32768 and up), where no outgoing connection
+# takes one: a port found free there can be taken by any process's connect() before `ray start` binds it (a raylet
+# then aborts, "bind: Address already in use"). Each cluster holds a block of its own, locked by a file while it
+# runs so that clusters of parallel suites never meet; in a block each node has a slot: its workers' ports, then a
+# set of service ports for each start (a node started again binds fresh ones).
+PORT_BLOCKS = range(20000, 32000, 1200)
 WORKER_PORTS = 200  # ports per node for its worker processes
+SERVICE_PORTS = 10  # ports per start of a node: its services (and the head's GCS, dashboard and client server)
+STARTS = 8  # service port sets per node
+SLOT = WORKER_PORTS + SERVICE_PORTS * STARTS
 AGENT_FLAGS = ("--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port")
 
 
-def _node_ports(workers_from: int) -> list[str]:
-    """A node's own ports: its services' from the kernel's free ones (ephemeral, 32768 and up), its workers' a range
-    of their own below that, so that no two nodes of the cluster and no two of its components meet."""
-    nm, om, agent, grpc, metrics, rt = free_ports(6)
+def _reserve_port_block() -> tuple[int, object]:
+    """The first port of a block no other test cluster of this machine holds, and its lock file (held open)."""
+    for base in random.sample(list(PORT_BLOCKS), len(PORT_BLOCKS)):
+        lock = open(Path(tempfile.gettempdir()) / f"pcr-ray-test-ports-{base}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return base, lock
+        except BlockingIOError:
+            lock.close()
+    raise RuntimeError(f"every port block of the test clusters is held ({len(PORT_BLOCKS)} clusters running)")
+
+
+def _service_ports(slot: int, start: int, n: int) -> list[int]:
+    """`n` ports of the `start`-th service set of the node slot at `slot`."""
+    first = slot + WORKER_PORTS + SERVICE_PORTS * (start % STARTS)
+    return list(range(first, first + n))
+
+
+def _node_ports(slot: int, start: int) -> list[str]:
+    """A node's own ports for its `start`-th start: its services' and its workers' (see PORT_BLOCKS)."""
+    nm, om, agent, grpc, metrics, rt = _service_ports(slot, start, 6)
     return ["--node-manager-port", str(nm), "--object-manager-port", str(om), "--dashboard-agent-listen-port",
             str(agent), "--dashboard-agent-grpc-port", str(grpc), "--metrics-export-port", str(metrics),
-            "--runtime-env-agent-port", str(rt), "--min-worker-port", str(workers_from),
-            "--max-worker-port", str(workers_from + WORKER_PORTS - 1)]
+            "--runtime-env-agent-port", str(rt), "--min-worker-port", str(slot),
+            "--max-worker-port", str(slot + WORKER_PORTS - 1)]
 
 
 def listening_ports() -> set[int]:
@@ -125,23 +149,26 @@ def listening_ports() -> set[int]:
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """One `ray start` node: its name (its log is `<workdir>/<name>.log`), resources, environment, worker ports."""
+    """One `ray start` node: its name (its log is `<workdir>/<name>.log`), resources, environment, port slot."""
 
     name: str
     cpus: int
     gpus: int
     env: dict[str, str]
-    workers_from: int
+    slot: int
 
-    def command(self, cluster: LocalCluster) -> list[str]:
+    def command(self, cluster: LocalCluster, start: int) -> list[str]:
         if self.name == "head":
+            client = _service_ports(self.slot, 0, 9)[8]  # after the node's six and the GCS and dashboard
             head_ports = ["--head", "--port", str(cluster.gcs_port), "--dashboard-host", "127.0.0.1",
                           "--dashboard-port", cluster.url.rsplit(":", 1)[1], "--include-dashboard", "true",
-                          "--temp-dir", cluster.temp_dir, "--ray-client-server-port", str(free_ports(1)[0])]
-        else:
-            head_ports = ["--address", f"127.0.0.1:{cluster.gcs_port}"]
+                          "--temp-dir", cluster.temp_dir, "--ray-client-server-port", str(client)]
+        else:  # a temp dir of its own: nodes that share one race for the same socket names (Ray picks the first
+            # free `plasma_store`, `plasma_store.1`, ... as each node starts, and two nodes starting at once pick one)
+            head_ports = ["--address", f"127.0.0.1:{cluster.gcs_port}", "--temp-dir",
+                          f"{cluster.temp_dir}/{self.name}"]
         return [str(BIN / "ray"), "start", "--block", *head_ports, "--node-ip-address", "127.0.0.1", "--num-cpus",
-                str(self.cpus), "--num-gpus", str(self.gpus), "--disable-usage-stats", *_node_ports(self.workers_from)]
+                str(self.cpus), "--num-gpus", str(self.gpus), "--disable-usage-stats", *_node_ports(self.slot, start)]
 
 
 def _port(cmd: list[str], flag: str) -> int:
@@ -150,7 +177,9 @@ def _port(cmd: list[str], flag: str) -> int:
 
 def _launch(cluster: LocalCluster, spec: NodeSpec) -> tuple[list[str], subprocess.Popen]:
     """Runs `ray start --block` of `spec` (its log: `<workdir>/<name>.log`); returns its command and process."""
-    cmd = spec.command(cluster)
+    start = cluster.launches.get(spec.name, 0)
+    cluster.launches[spec.name] = start + 1
+    cmd = spec.command(cluster, start)
     log = open(cluster.workdir / f"{spec.name}.log", "w")  # noqa: SIM115  (closed with the process)
     proc = subprocess.Popen(cmd, env=spec.env, stdout=log, stderr=subprocess.STDOUT, cwd=cluster.workdir,
                             start_new_session=True)
@@ -160,9 +189,9 @@ def _launch(cluster: LocalCluster, spec: NodeSpec) -> tuple[list[str], subproces
 
 def _start_nodes(cluster: LocalCluster, specs: list[NodeSpec], attempts: int = 5) -> None:
     """Starts `specs` at once and returns once each has joined and its agents listen. A raylet exits when one of
-    its agents fails to start (a port taken between free_ports and the agent's bind, or a timeout on a loaded
-    machine: `ray start` gives a raylet 30 s to register, hard-coded in Ray): a worker node that dies so is started
-    again on fresh ports, up to `attempts` times in all; the head is not retried."""
+    its agents fails to start (a timeout on a loaded machine: `ray start` gives a raylet 30 s to register,
+    hard-coded in Ray): a worker node that dies so, or has not joined within the cluster's timeout, is stopped and
+    started again on fresh ports, up to `attempts` times in all; the head is not retried."""
     launched = {spec.name: _launch(cluster, spec) for spec in specs}
     for spec in specs:
         for attempt in range(1, attempts + 1):
@@ -171,8 +200,9 @@ def _start_nodes(cluster: LocalCluster, specs: list[NodeSpec], attempts: int = 5
                 _wait(cluster, cmd, proc)
                 break
             except RuntimeError:
-                if spec.name == "head" or attempt == attempts or proc.poll() is None:
+                if spec.name == "head" or attempt == attempts:
                     raise
+                _stop_process_group(proc)
                 _keep_logs(cluster, f"{spec.name}-attempt{attempt}")
                 launched[spec.name] = _launch(cluster, spec)
 
@@ -184,7 +214,7 @@ def _start_node(cluster: LocalCluster, spec: NodeSpec) -> None:
 
 def _keep_logs(cluster: LocalCluster, tag: str) -> None:
     """Copies the tails of the session's agent and raylet logs beside the node logs, to read why a node died."""
-    logs = sorted(Path(cluster.temp_dir).glob("session_*/logs/*"))
+    logs = sorted(Path(cluster.temp_dir).glob("**/session_*/logs/*"))
     text = [f"== {f.name}\n" + "\n".join(f.read_text(errors="replace").splitlines()[-40:]) for f in logs
             if f.is_file() and f.suffix in (".log", ".out", ".err") and ("agent" in f.name or "raylet" in f.name)]
     (cluster.workdir / f"{tag}-died.log").write_text("\n".join(text))
@@ -195,8 +225,10 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
     """A head (no GPU) and worker nodes, e.g. workers=({"cpus": 1, "gpus": 1, "env": {...}},); returns once every
     node has joined and its agents listen. Each node's `env` adds to the environment its workers inherit (a cache
     folder of its own)."""
-    gcs, dash = free_ports(2)
-    workers_from = random.Random().randrange(20000, 30000 - WORKER_PORTS * (1 + len(workers)), WORKER_PORTS)
+    if len(workers) + 1 > PORT_BLOCKS.step // SLOT:
+        raise ValueError(f"a test cluster has at most {PORT_BLOCKS.step // SLOT - 1} worker nodes")
+    block, port_lock = _reserve_port_block()
+    gcs, dash = _service_ports(block, 0, 8)[6:]  # the head's slot is the block's first
     temp_dir = tempfile.mkdtemp(prefix="pcrc", dir="/tmp")  # short: Ray's socket paths have a length limit
     token = workdir / "auth_token"
     token.write_text(secrets.token_hex(32))
@@ -204,10 +236,11 @@ def start_cluster(workdir: Path, head_cpus: int = 2, workers: tuple[dict, ...] =
            "RAY_AUTH_TOKEN_PATH": str(token), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
-    cluster = LocalCluster(f"http://127.0.0.1:{dash}", env, gcs, temp_dir, workdir=workdir, timeout=timeout)
-    cluster.nodes = [NodeSpec("head", head_cpus, 0, {**env, **(head_env or {})}, workers_from)]
+    cluster = LocalCluster(f"http://127.0.0.1:{dash}", env, gcs, temp_dir, workdir=workdir, timeout=timeout,
+                           port_lock=port_lock)
+    cluster.nodes = [NodeSpec("head", head_cpus, 0, {**env, **(head_env or {})}, block)]
     cluster.nodes += [NodeSpec(f"worker{i + 1}", w.get("cpus", 1), w.get("gpus", 0),
-                               {**env, **dict(w.get("env") or {})}, workers_from + WORKER_PORTS * (i + 1))
+                               {**env, **dict(w.get("env") or {})}, block + SLOT * (i + 1))
                       for i, w in enumerate(workers)]
     try:
         _start_node(cluster, cluster.nodes[0])  # the head first: the workers join it
