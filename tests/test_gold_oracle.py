@@ -14,7 +14,7 @@ from pcr_ray.generators.base import ProposalRequest
 from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
 from pcr_ray.search.candidates import check_step_candidate, parse_candidate
-from pcr_ray.search.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer
+from pcr_ray.search.gold_oracle import ANSWER, GOLD_STEP, OTHER, REPEATED, GoldPathScorer, GoldRankProbe
 from pcr_ray.search.scoring import pair_for
 
 
@@ -81,3 +81,44 @@ def test_the_oracle_in_the_prm_place_follows_the_gold_path() -> None:
     assert len(solved) >= 0.8 * len(res), [(r.id, r.answer_value, r.gold_value) for r in res]
     for r in solved:  # a solved search followed gold values only, and its answer scored ANSWER
         assert all(s["score"] == GOLD_STEP for s in r.steps) and r.score == pytest.approx(GOLD_STEP)
+
+
+def test_from_extracted_givens_the_oracle_knows_the_contexts_of_that_search() -> None:
+    problems = _problems(12, min_steps=1)
+    sps = [SearchProblem.from_problem(p, givens="extract") for p in problems]
+    oracle = GoldPathScorer.from_problems(problems, givens="extract")
+    res = run_search(sps, EnumeratorGenerator(cap=48), oracle,
+                     SearchConfig(method="nsprm", beam_width=2, max_steps=6, aggregate="min", stop="best"))
+    assert all(r.error in (None, "") for r in res)  # every context was one the oracle knew (no KeyError)
+    assert sum(r.answer_value is not None and math.isclose(r.answer_value, r.gold_value, rel_tol=1e-4)
+               for r in res) >= len(res) // 2
+    with pytest.raises(KeyError, match="knows no problem"):  # the gold givens' contexts are another search's
+        GoldPathScorer.from_problems(problems[:1], givens="extract").score(
+            [(render_context(problems[0].text, SearchProblem.from_problem(problems[0], givens="gold").givens, ()),
+              "x = mul(a, b) = 1 [m]")])
+
+
+class _Fixed:
+    """A scorer of fixed scores by candidate kind: the oracle's own (a perfect PRM) or its negation (the worst)."""
+
+    def __init__(self, oracle: GoldPathScorer, sign: float) -> None:
+        self.oracle, self.sign = oracle, sign
+
+    def score(self, pairs):
+        return [self.sign * s for s in self.oracle.score(pairs)]
+
+
+def test_the_rank_probe_ranks_the_gold_step_first_for_a_perfect_prm_and_last_for_the_worst() -> None:
+    problems = _problems(8, min_steps=2)
+    sps = [SearchProblem.from_problem(p, givens="gold") for p in problems]
+    cfg = SearchConfig(method="nsprm", beam_width=2, max_steps=6, aggregate="min", stop="best")
+    summaries = {}
+    for sign in (1.0, -1.0):
+        oracle = GoldPathScorer.from_problems(problems)
+        probe = GoldRankProbe(oracle, _Fixed(oracle, sign))
+        run_search(sps, EnumeratorGenerator(cap=48), probe, cfg)
+        summaries[sign] = probe.summary(beam=2)
+    best, worst = summaries[1.0]["step"], summaries[-1.0]["step"]
+    assert best["decisions"] == worst["decisions"] > 0  # the oracle drove both searches the same way
+    assert best["top1"] == 1.0 and best["within_beam"] == 1.0 and best["median_rank"] == 1
+    assert worst["top1"] == 0.0 and worst["median_rank"] > 2

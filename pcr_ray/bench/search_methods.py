@@ -20,8 +20,8 @@ with PCR_RAY_BENCH_RESULTS=1 it also writes benchmarks/results/NAME.json.
         [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--givens extract|gold] [--oracle]
 
 --oracle puts the gold-path oracle in the NS-PRM's place (it scores by the gold trace): the ceiling of the
-search settings, what a perfect PRM along the gold path would solve. It knows a problem by its context with the
-gold givens, so it needs --givens gold.
+search settings, what a perfect PRM along the gold path would solve, from the givens --givens names (with
+extracted givens it also counts what extraction loses).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pcr_ray.grading import grade_problem
 from pcr_ray.pipeline.metrics import ORACLE_GIVENS
 from pcr_ray.prm.checkpoints import ensure_checkpoint
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
-from pcr_ray.search.gold_oracle import GoldPathScorer
+from pcr_ray.search.gold_oracle import GoldPathScorer, GoldRankProbe
 
 METHODS = ("nsprm", "prm_only", "verifier_only", "greedy")
 
@@ -143,13 +143,17 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     ap.add_argument("--oracle", action="store_true",
                     help="score with the gold-path oracle instead of the NS-PRM (pcr_ray.search."
                          "gold_oracle): the ceiling of these search settings; prm_only keeps its PRM")
+    ap.add_argument("--gold-ranks", action="store_true",
+                    help="the oracle drives the NS-PRM rows while the NS-PRM scores the same candidates on the side: "
+                         "each row reports the oracle's accuracy (the ceiling) and, in `gold_ranks`, where the NS-PRM "
+                         "ranks the gold step (and answer) among the verified candidates at each gold prefix")
     ap.add_argument("--name", default="bench_search_methods", help="result name (<cache>/bench/NAME.json)")
     ap.add_argument("--out", default=None, help="a run folder: also write the summary to OUT/NAME.json "
                     "(pcr-ray listwise-rounds' last step)")
     add_dry_run(ap)
     args = ap.parse_args(argv)
-    if args.oracle and args.givens != "gold":
-        ap.error("--oracle scores by the gold path, whose contexts carry the gold givens: add --givens gold")
+    if args.oracle and args.gold_ranks:
+        ap.error("--gold-ranks lets the oracle drive the search and keeps the NS-PRM to rank: leave out --oracle")
     if args.dry_run:
         return dry_run(__file__, vars(args))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
         golds = [g for g, _ in items]
         problems = [sp for _, sp in items]
         gens = _generators(dataset, args)
-        ns_scorer = GoldPathScorer.from_problems(golds) if args.oracle else scorer
+        ns_scorer = GoldPathScorer.from_problems(golds, args.givens) if args.oracle else scorer
         res: dict[str, Any] = {}
         runs = [(m, g) for g in ("blind", "typed") if g in args.generators for m in args.methods
                 if g == "blind" or m != "prm_only"]
@@ -193,18 +197,27 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
                                answer_selection=args.answer_selection, stop=args.stop)
             t0 = time.perf_counter()
             prm = (baseline_scorer if method == "prm_only" else ns_scorer) if cfg.uses_prm else None
+            if args.gold_ranks and prm is not None and prm is scorer:
+                prm = GoldRankProbe(GoldPathScorer.from_problems(golds, args.givens), scorer)
+                label += " (oracle-driven)"
             rows = run_search(problems, gens[gkey], prm, cfg)
             wall = time.perf_counter() - t0
             summ = _summ(rows, golds)
             summ["wall_s"] = round(wall, 2)
             summ["s_per_problem"] = round(wall / max(1, len(rows)), 3)
             summ["generator"] = gens[gkey].identity
+            if isinstance(prm, GoldRankProbe):
+                summ["gold_ranks"] = prm.summary(args.beam)
             res[label] = summ
             records += [{"dataset": dataset, **r.to_record(), "method": label} for r in rows]
             shown = label + (f" ({ORACLE_GIVENS})" if args.givens == "gold" else "")
             print(f"{dataset:8s} {shown:26s} acc {summ['acc']:.3f}  answered {summ['answered']:.2f}  candidates "
                   f"{summ['candidates']:7d}  verified {summ['verified']:6d}  PRM fwd {summ['prm_forward']:6d}  "
                   f"{summ['s_per_problem']:.2f} s/problem", flush=True)
+            for kind, r in summ.get("gold_ranks", {}).items():
+                print(f"{dataset:8s}   the PRM's rank of the gold {kind}: first {r['top1']:.1%}, within the beam "
+                      f"{r['within_beam']:.1%}, median {r['median_rank']} of {r['median_candidates']} "
+                      f"({r['decisions']} gold prefixes)", flush=True)
         if "nsprm" in res and "prm_only" in res:
             saved = res["prm_only"]["prm_forward"] - res["nsprm"]["prm_forward"]
             res["prm_calls_saved_by_verifier"] = {

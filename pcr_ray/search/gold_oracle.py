@@ -30,7 +30,7 @@ _VALUE = re.compile(r"= (?P<v>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?inf|na
 class GoldPath:
     """One problem's gold quantities in base units: every step's (value, dims) and the answer's."""
 
-    context: str  # render_context(text, givens, ()): how every context of this problem starts
+    context: str  # render_context(text, givens, ()): how every context of this problem starts (its search's givens)
     steps: tuple[tuple[float, Dims], ...]
     answer: tuple[float, Dims]
 
@@ -50,9 +50,10 @@ def _same(a: tuple[float, Dims], b: tuple[float, Dims]) -> bool:
     return a[1] == b[1] and math.isclose(a[0], b[0], rel_tol=REL_TOL)  # relative only: SI values span 1e-30..1e30
 
 
-def gold_path(problem: Any) -> GoldPath:
-    """The GoldPath of a pcr_ray Problem (or its dict) with a gold trace; ValueError when it has none that verifies."""
-    sp = SearchProblem.from_problem(problem, givens="gold")
+def gold_path(problem: Any, givens: str = "gold") -> GoldPath:
+    """The GoldPath of a pcr_ray Problem (or its dict) with a gold trace, for a search from `givens` (`gold` or
+    `extract`: the contexts it will be asked about start with those); ValueError when no gold trace verifies."""
+    sp = SearchProblem.from_problem(problem, givens=givens)
     trace = problem["gold_trace"] if isinstance(problem, Mapping) else problem.gold_trace
     v = verify(trace)
     if not v.ok or not v.answer:
@@ -69,8 +70,8 @@ class GoldPathScorer:
         self.identity = {"kind": "gold_path_oracle"}
 
     @classmethod
-    def from_problems(cls, problems: Iterable[Any]) -> GoldPathScorer:
-        return cls(gold_path(p) for p in problems)
+    def from_problems(cls, problems: Iterable[Any], givens: str = "gold") -> GoldPathScorer:
+        return cls(gold_path(p, givens) for p in problems)
 
     def _path(self, context: str) -> GoldPath:
         for p in self.paths:
@@ -93,3 +94,43 @@ class GoldPathScorer:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         return [self.score_one(c, s) for c, s in pairs]
+
+
+class GoldRankProbe:
+    """The gold-path oracle drives the search while a PRM scores the same candidates on the side: at every prefix
+    with a gold candidate among two or more, records where the PRM ranks the best gold candidate (1 = first; ties
+    count against it). A beam of width B keeps the gold path only while that rank is within B at each step, so
+    this measures the PRM's share of a search's misses apart from the search's ceiling. A diagnostic: it reads the
+    gold trace."""
+
+    def __init__(self, oracle: GoldPathScorer, scorer: Any) -> None:
+        self.oracle, self.scorer = oracle, scorer
+        self.identity = {"kind": "gold_rank_probe", "scorer": getattr(scorer, "identity", None)}
+        self.ranks: dict[str, list[tuple[int, int]]] = {"step": [], "answer": []}  # (rank, candidates)
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        truth, scores = self.oracle.score(pairs), self.scorer.score(list(pairs))
+        groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for (context, cand), t, s in zip(pairs, truth, scores, strict=True):
+            kind = "answer" if cand.startswith("answer: ") else "step"
+            groups.setdefault((context, kind), []).append((t, float(s)))
+        for (_, kind), group in groups.items():
+            target = ANSWER if kind == "answer" else GOLD_STEP
+            gold = [s for t, s in group if t >= target]
+            if gold and len(group) > 1:
+                best = max(gold)
+                self.ranks[kind].append((1 + sum(s >= best for t, s in group if t < target), len(group)))
+        return truth
+
+    def summary(self, beam: int) -> dict[str, Any]:
+        """Per kind: decisions, the share where gold ranks first and within `beam`, median rank and candidates."""
+        out: dict[str, Any] = {}
+        for kind, ranks in self.ranks.items():
+            if not ranks:
+                continue
+            n = len(ranks)
+            out[kind] = {"decisions": n, "top1": round(sum(r == 1 for r, _ in ranks) / n, 4),
+                         "within_beam": round(sum(r <= beam for r, _ in ranks) / n, 4),
+                         "median_rank": sorted(r for r, _ in ranks)[n // 2],
+                         "median_candidates": sorted(c for _, c in ranks)[n // 2]}
+        return out
