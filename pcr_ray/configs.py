@@ -208,6 +208,9 @@ class EnumerateGeneratorConfig:
     families: Optional[list[str]] = None  # restrict to these primitive families (null: all)
     ops: Optional[list[str]] = None  # restrict to these ops (null: all)
     answer_coverage: str = "any"  # any: answer with any target-dimension output; all: only when it uses every given
+    # a step's declared unit where the asked unit does not fit: canonical (SI: 2275 kg) or operands (the unit of an
+    # argument of its dimension, else of a quantity in scope: 5015 lb, as word problems and their solutions write it)
+    out_units: str = "canonical"
     rollout_max_steps: int = 6  # best_of_n: longest sampled rollout
     max_per_op: int = 4096  # argument bindings enumerated per op (bounds time and memory with many variables)
     # the capped head takes at most this many per op first: one op's many bindings cannot fill it; 0: plain priority

@@ -334,3 +334,23 @@ def test_extract_json_and_code() -> None:
         extract_json("no braces here")
     assert extract_code("Here:\n```python\nprint(1)\n```\nDone") == "print(1)"
     assert extract_code("print(2)") == "print(2)"
+
+
+def test_out_units_operands_declares_a_step_in_its_arguments_units() -> None:
+    truck = (Given("m", 5000, "lb", "the bridge can hold 5000 pounds"), Given("m_2", 15, "lb", "each box 15 pounds"),
+             Given("d", 100, "mile", "drove 100 miles"), Given("vol", 4, "gallon", "4 gallons"))
+    req = ProposalRequest("truck", "A truck ...", givens=truck, target_unit="box")
+    by_key = {}
+    for units in ("canonical", "operands"):
+        steps = _steps(EnumeratorGenerator(cap=10_000, ops=("add", "sub", "mul", "div"), out_units=units)
+                       .propose([req])[0])
+        by_key[units] = {(s["op"], tuple(sorted(s["args"].values()))): s["out"]["unit"] for s in steps}
+    assert by_key["canonical"][("add", ("m", "m_2"))] == "kg"
+    assert by_key["operands"][("add", ("m", "m_2"))] == "lb"  # 5015 lb, as the problem writes it
+    assert by_key["operands"][("div", ("d", "vol"))] == by_key["canonical"][("div", ("d", "vol"))]  # no operand of its
+    # dimension and none in scope: SI, as before
+    state, _ = VerifierState.from_givens(truck)
+    step = Step("add", {"x": "m", "y": "m_2"}, Out("m1", "lb"))
+    assert verify_step(state, step).ok and verify_step(state, step).state.env["m1"].value == pytest.approx(5015)
+    with pytest.raises(ValueError, match="out_units"):
+        EnumeratorGenerator(out_units="imperial")

@@ -100,3 +100,21 @@ def test_render_answer_matches_the_search_rendering() -> None:
     state = check_step(gold.states[0], gold.trace.steps[0], 0).state
     values, _ = check_answer(state, gold.trace.answer)
     assert render_answer(gold.trace.answer, [v.value for v in values]) == "answer: w = 20 [m/s]"
+
+
+def test_gsm8k_alternatives_are_made_as_its_search_makes_steps_in_their_operands_units() -> None:
+    trace = {"givens": [{"name": "m", "value": 5000, "unit": "lb"}, {"name": "m_2", "value": 15, "unit": "lb"},
+                        {"name": "m_3", "value": 3755, "unit": "lb"}],
+             "steps": [{"op": "sub", "args": {"x": "m", "y": "m_3"}, "out": {"name": "m1", "unit": "lb"}},
+                       {"op": "div", "args": {"x": "m1", "y": "m_2"}, "out": {"name": "n", "unit": "dimensionless"}}],
+             "answer": [{"name": "n", "unit": "dimensionless"}]}
+    text = ("A bridge holds 5000 pounds. The empty truck weighs 3755 pounds and each box 15 pounds. "
+            "How many boxes can the truck carry?")
+    units = {}
+    for source in ("gsm8k_train", "physics"):  # GSM8K's steps in their operands' units; elsewhere SI
+        problem = {"id": "truck", "source": source, "text": text, "gold_trace": trace}
+        rows, status = pair_records(problem, PairConfig(kinds=(ALTERNATIVE_STEP,), search_per_kind=8))
+        assert status == "ok" and rows
+        units[source] = {step_from_dict(json.loads(r["neg_json"])).out.unit for r in rows if r["t"] == 0}
+    assert "lb" in units["gsm8k_train"] and "kg" not in units["gsm8k_train"], units
+    assert "kg" in units["physics"], units

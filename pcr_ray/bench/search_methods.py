@@ -69,7 +69,8 @@ def _problems(args: argparse.Namespace) -> dict[str, list[Any]]:
 
 def _generators(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
     if dataset == "gsm8k":
-        kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": args.gsm8k_coverage}
+        kw = {"ops": ("add", "sub", "mul", "div"), "literals": (2, 100), "answer_coverage": args.gsm8k_coverage,
+              "out_units": "operands"}
     else:
         kw = {"answer_coverage": "any"}
     kw |= {"head_share": args.head_share, "seed": args.enum_seed}

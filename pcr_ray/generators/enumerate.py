@@ -104,6 +104,7 @@ class EnumeratorGenerator:
     families: tuple[str, ...] | None = DEFAULTS.families
     ops: tuple[str, ...] | None = DEFAULTS.ops
     answer_coverage: str = DEFAULTS.answer_coverage
+    out_units: str = DEFAULTS.out_units
     rollout_max_steps: int = DEFAULTS.rollout_max_steps
     max_per_op: int = DEFAULTS.max_per_op
     head_per_op: int = DEFAULTS.head_per_op
@@ -117,6 +118,9 @@ class EnumeratorGenerator:
     def __post_init__(self) -> None:
         if self.answer_coverage not in ("all", "any"):
             raise ValueError(f"answer_coverage must be 'all' or 'any', got {self.answer_coverage!r}")
+        if self.out_units not in ("canonical", "operands"):
+            raise ValueError(f"out_units must be 'canonical' (SI) or 'operands' (an argument's unit), "
+                             f"got {self.out_units!r}")
         if self.cap < 1:
             raise ValueError("cap must be >= 1")
         if not 0.0 <= self.head_share <= 1.0:
@@ -227,11 +231,12 @@ class EnumeratorGenerator:
         base = {v.name: _base_value(v) for v in variables}  # each variable's value in SI, once per request
         asked = kinds_or_none(req.target_unit) if req.target_unit else None
         covering = asked if asked and len(asked) == 1 and asked[0][1] == 1 else None  # boys + girls as children
+        in_scope = _units_in_scope(variables) if self.out_units == "operands" else None
         for order, prim in enumerate(self._prims):
             if prim.name == "const":
                 for cname in self._useful_consts(req, variables, defined_consts):
                     d = constant_dims(cname)  # parses: _useful_consts checked
-                    obj = self._step_obj("const", {"name": cname}, d, index, taken, target)
+                    obj = self._step_obj("const", {"name": cname}, d, index, taken, target, in_scope=in_scope)
                     # few candidates, and a prerequisite of the formulas that need them: never capped away
                     cands.append(_Cand((0, 0, order, cname), obj))
                 continue
@@ -251,12 +256,13 @@ class EnumeratorGenerator:
                     continue  # a temperature reading where a change belongs, or the reverse
                 n_unused = sum(1 for b in binding.values() if isinstance(b, VarInfo) and b.name not in used)
                 n_lit = sum(1 for b in binding.values() if not isinstance(b, VarInfo))
-                obj = self._step_obj(prim.name, args, dims, index, taken, target, binding)
+                obj = self._step_obj(prim.name, args, dims, index, taken, target, binding, in_scope)
                 cands.append(_Cand((-n_unused - n_exact[prim.name], n_lit, order, key), obj))
         return answers, cands
 
     def _step_obj(self, op: str, args: dict[str, Any], dims: Dims | None, index: int, taken: set[str],
-                  target: Any, binding: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  target: Any, binding: Mapping[str, Any] | None = None,
+                  in_scope: Mapping[Dims, str] | None = None) -> dict[str, Any]:
         if dims is None:  # type-blind guess: the unit of the first variable argument
             first = next((b for b in (binding or {}).values() if isinstance(b, VarInfo)), None)
             unit = first.unit if first is not None else "dimensionless"
@@ -266,6 +272,8 @@ class EnumeratorGenerator:
                 unit = counted  # what the step counts (280 orange; the asked kind where a sum covers two)
             elif target is not None and dims == target.dims:
                 unit = target.text
+            elif in_scope is not None and (own := _operand_unit(dims, binding, in_scope)) is not None:
+                unit = own  # out_units=operands: 5015 lb where canonical says 2275 kg
             else:
                 unit = canonical_unit(dims)
         return {"op": op, "args": args, "out": {"name": fresh_name(dims, index, taken), "unit": unit}}
@@ -476,6 +484,28 @@ def _like_counts(kinds: Any, ref: Any, covering: Any) -> bool:
     the covering kind) another single kind."""
     return kinds is None or ref is None or kinds == ref or (
         covering is not None and len(kinds) == 1 and kinds[0][1] == 1 and kinds != covering)
+
+
+def _plain_unit(v: VarInfo) -> bool:
+    """Whether a variable's unit is a physical one: not what a count counts, not dimensionless."""
+    return v.dims != DIMENSIONLESS and not kinds_or_none(v.unit)
+
+
+def _units_in_scope(variables: Sequence[VarInfo]) -> dict[Dims, str]:
+    """The first physical unit of each dimension among the variables in scope (givens first)."""
+    out: dict[Dims, str] = {}
+    for v in variables:
+        if v.dims is not None and _plain_unit(v):
+            out.setdefault(v.dims, v.unit)
+    return out
+
+
+def _operand_unit(dims: Dims, binding: Mapping[str, Any] | None, in_scope: Mapping[Dims, str]) -> str | None:
+    """out_units=operands: the unit of the first argument of the output's dimension, else of a variable in scope."""
+    for b in (binding or {}).values():
+        if isinstance(b, VarInfo) and b.dims == dims and _plain_unit(b):
+            return b.unit
+    return in_scope.get(dims)
 
 
 def _counts_other(unit: str, asked: str) -> bool:

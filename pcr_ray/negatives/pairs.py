@@ -59,9 +59,10 @@ class PairConfig:
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     rel_tol: float = 1e-3
     max_steps: int = 32
-    # ops the alternative steps are enumerated from, by source prefix (the search's generator overrides agree)
-    alt_ops_by_source: dict[str, tuple[str, ...]] = field(
-        default_factory=lambda: {"gsm8k": ("add", "sub", "mul", "div")})
+    # the enumerator options the alternative steps are made with, by source prefix (what the search's generator
+    # overrides give that source: GSM8K's arithmetic, its steps declared in their operands' units)
+    alt_enumerator_by_source: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {"gsm8k": {"ops": ("add", "sub", "mul", "div"), "out_units": "operands"}})
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -119,10 +120,10 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
     text = str(problem.get("text") or "")
     search_kinds = tuple(k for k in cfg.kinds if k in SEARCH_KINDS)
     source = str(problem.get("source") or "")
-    alt_ops = next((tuple(o) for pre, o in cfg.alt_ops_by_source.items() if source.startswith(pre)), None)
+    alt_enum = next((dict(o) for pre, o in cfg.alt_enumerator_by_source.items() if source.startswith(pre)), None)
     per_search = cfg.search_per_kind or cfg.csp_per_kind
     extra = search_negatives(gold, text, key=pid, kinds=search_kinds, per_kind=per_search, seed=cfg.seed,
-                             rel_tol=cfg.rel_tol, ops=alt_ops) if search_kinds and per_search > 0 else []
+                             rel_tol=cfg.rel_tol, enumerator=alt_enum) if search_kinds and per_search > 0 else []
     split = split_of(pid, cfg.split_fractions)
     givens = gold.trace.givens
     contexts: dict[int, tuple[str, str]] = {}

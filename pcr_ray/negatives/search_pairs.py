@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pcr_ray.core.render import canonical_names, render_answer, render_candidate
 from pcr_ray.core.trace import Answer, Out, Step
@@ -62,12 +63,15 @@ def _differs(a: float, b: float, rel_tol: float, abs_tol: float = 1e-9) -> bool:
 
 def alternatives(gold: GoldRun, state: VerifierState, t: int, name: str | None, text: str, target_unit: str,
                  rng: random.Random, n: int, rel_tol: float, cap: int = 64,
-                 ops: Sequence[str] | None = None) -> list[tuple[Step, float]]:
+                 enumerator: Mapping[str, Any] | None = None) -> list[tuple[Step, float]]:
     """Up to n verified enumerated steps at prefix t that differ from gold step t (if any), named `name`
-    (None: the enumerator's own name)."""
+    (None: the enumerator's own name); `enumerator`: EnumeratorGenerator options (ops, out_units)."""
     req = ProposalRequest(problem_id="pairs", problem_text=text, givens=gold.trace.givens,
                           steps=gold.trace.steps[:t], target_unit=target_unit, seed=rng.randrange(1 << 30))
-    gen = EnumeratorGenerator(cap=cap, seed=0, ops=tuple(ops) if ops else None, max_per_op=256)
+    opts = dict(enumerator or {})
+    if opts.get("ops"):
+        opts["ops"] = tuple(opts["ops"])
+    gen = EnumeratorGenerator(cap=cap, seed=0, max_per_op=256, **opts)
     pos = gold.trace.steps[t] if t < len(gold.trace.steps) else None
     pos_res = gold.results[t] if pos is not None else None
     out: list[tuple[Step, float]] = []
@@ -97,11 +101,12 @@ def alternatives(gold: GoldRun, state: VerifierState, t: int, name: str | None, 
 
 def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str] = SEARCH_KINDS,
                      per_kind: int = 2, seed: int = 0, rel_tol: float = 1e-3,
-                     ops: Sequence[str] | None = None) -> list[SearchNegative]:
+                     enumerator: Mapping[str, Any] | None = None) -> list[SearchNegative]:
     """`alternative_step`, `answer_timing` and `unused_constant` pairs of one verified gold trace (see the module
     docstring).
 
-    `ops` restricts the enumerated alternatives (e.g. arithmetic for GSM8K, as the search does there)."""
+    `enumerator` sets the options the alternatives are enumerated with (e.g. GSM8K's arithmetic ops, its steps
+    in their operands' units, as the search makes them there)."""
     steps = gold.trace.steps
     n = len(steps)
     answer = gold.trace.answer
@@ -124,7 +129,7 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
             rng = step_rng(seed, key, t, ALTERNATIVE_STEP)
             pos = steps[t]
             for alt, v in alternatives(gold, state, t, pos.out.name, text, target_unit, rng, per_kind, rel_tol,
-                                       ops=ops):
+                                       enumerator=enumerator):
                 out.append(SearchNegative(ALTERNATIVE_STEP, t, render_candidate(givens, prefix, pos),
                                           _json(pos.to_dict()), render_candidate(givens, prefix, alt),
                                           _json(alt.to_dict()), float(pos.value or 0.0), v,
@@ -133,7 +138,7 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
             rng = step_rng(seed, key, t, UNUSED_CONSTANT)
             pos = steps[t]
             loads = [(alt, v) for alt, v in alternatives(gold, state, t, pos.out.name, text, target_unit, rng, 1 << 16,
-                                                         rel_tol, ops=ops)
+                                                         rel_tol, enumerator=enumerator)
                      if alt.op == "const" and alt.args.get("name") not in used_consts]
             for alt, v in loads[:per_kind]:
                 out.append(SearchNegative(UNUSED_CONSTANT, t, render_candidate(givens, prefix, pos),
@@ -160,7 +165,7 @@ def search_negatives(gold: GoldRun, text: str, *, key: str, kinds: Sequence[str]
             pos_text = render_answer(answer, [v.value for v in ans_values], canonical_names(givens, steps))
             pos_json = _json({"answer": [a.to_dict() for a in answer]})
             for alt, v in alternatives(gold, state, n, None, text, target_unit, rng, per_kind, rel_tol,
-                                       ops=ops):
+                                       enumerator=enumerator):
                 out.append(SearchNegative(ANSWER_TIMING, t, pos_text, pos_json, render_candidate(givens, steps, alt),
                                           _json(alt.to_dict()), float(ans_values[0].value), v,
                                           f"went on with {alt.op}"))
