@@ -17,11 +17,14 @@ with PCR_RAY_BENCH_RESULTS=1 it also writes benchmarks/results/NAME.json.
 
     python -m pcr_ray.bench.search_methods [--physics 30] [--gsm8k 20] [--beam 2] \
         [--checkpoint .cache/prm/csp] [--baseline-checkpoint .cache/prm/random] [--name bench_search_methods] \
-        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--givens extract|gold] [--oracle]
+        [--generators blind typed] [--methods nsprm prm_only verifier_only greedy] [--givens extract|gold] \
+        [--oracle | --gold-ranks]
 
 --oracle puts the gold-path oracle in the NS-PRM's place (it scores by the gold trace): the ceiling of the
 search settings, what a perfect PRM along the gold path would solve, from the givens --givens names (with
-extracted givens it also counts what extraction loses).
+extracted givens it also counts what extraction loses). --gold-ranks lets the oracle drive the NS-PRM rows while
+the NS-PRM scores the same candidates on the side: where it ranks the gold step among the verified candidates at
+each gold prefix (first, within the beam, median), its share of the misses apart from the ceiling.
 """
 
 from __future__ import annotations
