@@ -81,12 +81,12 @@ def test_evaluate_refuses_an_unknown_givens_mode_before_any_work(tmp_path):
     assert not (tmp_path / "shards").exists()
 
 
-def test_the_search_benchmark_defaults_to_extract_and_its_oracle_scorer_needs_gold_givens(capsys):
+def test_the_search_benchmark_takes_the_oracle_or_the_gold_ranks_not_both(capsys):
     from pcr_ray.bench import search_methods
 
     with pytest.raises(SystemExit):
-        search_methods.main(["--oracle", "--physics", "1", "--gsm8k", "0"])
-    assert "--givens gold" in capsys.readouterr().err
+        search_methods.main(["--oracle", "--gold-ranks", "--physics", "1", "--gsm8k", "0"])
+    assert "leave out --oracle" in capsys.readouterr().err
 
 
 def test_a_problem_row_round_trips_through_the_work_item(problems):
