@@ -195,6 +195,16 @@ def read_meta(path: str | os.PathLike[str]) -> PRMMeta:
     return meta
 
 
+def load_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """The tokenizer of a checkpoint folder, without its model (what scoring through an ONNX export needs)."""
+    from transformers import AutoTokenizer  # heavy: transformers
+
+    try:
+        return AutoTokenizer.from_pretrained(Path(path) / ENCODER_DIR)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot load the tokenizer: {exc}".splitlines()[0]) from None
+
+
 def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
     """(model in eval mode, tokenizer, meta) from a checkpoint folder; the model carries the checkpoint's
     attention (pair or shared_context) and candidate length."""

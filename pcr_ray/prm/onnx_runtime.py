@@ -29,11 +29,15 @@ class OnnxRuntimeMissing(ImportError):
     """onnxruntime / onnx / onnxscript are not installed (the `local` extra)."""
 
 
-def _require() -> Any:
+def _require(export: bool = False) -> Any:
+    """onnxruntime (scoring), with onnx and onnxscript when `export` (torch.onnx.export's exporter; slow imports a
+    scorer whose export is cached does without); OnnxRuntimeMissing saying how to install them."""
     try:
-        import onnx  # noqa: F401
         import onnxruntime
-        import onnxscript  # noqa: F401  (torch.onnx.export's exporter)
+
+        if export:
+            import onnx  # noqa: F401
+            import onnxscript  # noqa: F401
     except ImportError as exc:
         raise OnnxRuntimeMissing(f"prm.runtime=onnx needs onnxruntime, onnx and onnxscript ({exc}): "
                                  f"`pip install -e '.[local]'`, or set prm.runtime=torch") from None
@@ -76,7 +80,7 @@ def _export(path: Path, out: Path) -> None:
 
     from pcr_ray.prm.model import encode_pairs, load_checkpoint  # heavy: torch
 
-    _require()
+    _require(export=True)
     model, tok, meta = load_checkpoint(path, device="cpu")
     names = [n for n in INPUTS if n != "token_type_ids" or model.uses_token_types]
 

@@ -21,7 +21,7 @@ from pcr_ray.prm import kernels
 from pcr_ray.prm.base import META_FILE
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
-from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, model_inputs
+from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, load_tokenizer, model_inputs, read_meta
 from pcr_ray.prm.onnx_runtime import load_onnx
 from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.prm.score_cache import ScoreCache
@@ -102,10 +102,14 @@ class PRMScorer:
         if torch.device(device).type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"PRM device {device!r} asked for, but torch {torch.__version__} sees no CUDA GPU on "
                                f"this machine; set prm.device=cpu, or run where a GPU and a CUDA build of torch are")
-        model, tok, meta = load_checkpoint(path, device="cpu")
+        meta = read_meta(path)
         check_runtime(runtime, device=device, int8=int8, bf16=bf16, attention=meta.attention)
         if meta.attention == "shared_context":
             runtime = "torch"  # its contexts encoded once (context_cache); int8 per token below
+        if runtime == "onnx":  # the export (cached) holds the model: only the tokenizer is loaded here
+            model, tok = None, load_tokenizer(path)
+        else:
+            model, tok, meta = load_checkpoint(path, device="cpu")
         max_length = int(meta.max_length if max_length is None else max_length)
         if meta.render != RENDER_VERSION:
             warnings.warn(f"PRM checkpoint {path} was trained on rendering v{meta.render}, this code renders "
@@ -134,7 +138,6 @@ class PRMScorer:
             int8 = known.kernel == int8_kernel
             measure_kernel = False
         if runtime == "onnx":
-            del model
             fp32_model = load_onnx(path, int8=False, threads=threads) if not (int8 and not measure_kernel) else None
             int8_model = load_onnx(path, int8=True, threads=threads) if int8 else None
         else:
