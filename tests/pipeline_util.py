@@ -12,7 +12,9 @@ import pyarrow.parquet as pq
 def tiny_checkpoint(path: Path, kind: str = "csp") -> Path:
     """A real PRM checkpoint folder with a 1-layer randomly initialised encoder and the MiniLM tokenizer.
 
-    Its scores carry no knowledge; the pipeline tests need a PRM that loads and scores fast, not a good one.
+    Its scores carry no knowledge; the pipeline tests need a PRM that loads and scores fast, not a good one. Every
+    call writes the same bytes (seeded weights, a fixed `created`), so the ONNX export the PRM actors score with is
+    made once per machine (cached by the checkpoint's content, pcr_ray.prm.onnx_runtime.checkpoint_key).
     """
     if (path / "prm.json").exists():
         return path
@@ -23,7 +25,8 @@ def tiny_checkpoint(path: Path, kind: str = "csp") -> Path:
     cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=512)
     model, tok = build_model(str(minilm_path()), config=cfg, seed=0)
-    return save_checkpoint(model, tok, path, PRMMeta(backbone="tiny-random-bert", kind=kind, max_length=128))
+    return save_checkpoint(model, tok, path, PRMMeta(backbone="tiny-random-bert", kind=kind, max_length=128,
+                                                      created=0.0))
 
 
 def smoke_overrides(run_dir: Path, checkpoint: Path | None, *extra: str) -> list[str]:
