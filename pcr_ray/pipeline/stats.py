@@ -14,7 +14,6 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
@@ -22,6 +21,8 @@ BOOTSTRAP_RESAMPLES = 2000
 
 def wilson(k: int, n: int) -> tuple[float, float]:
     """95% Wilson score interval of a proportion k/n ((0, 0) when n is 0)."""
+    from scipy import stats  # heavy: scipy
+
     if n == 0:
         return 0.0, 0.0
     ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=0.95, method="wilson")
@@ -30,6 +31,8 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 def auroc(pos: Sequence[float], neg: Sequence[float]) -> float:
     """P(score of a random positive > score of a random negative), ties half: Mann-Whitney U / (n+ n-)."""
+    from scipy import stats  # heavy: scipy
+
     if len(pos) == 0 or len(neg) == 0:
         return float("nan")
     u = stats.mannwhitneyu(np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64),
@@ -39,6 +42,8 @@ def auroc(pos: Sequence[float], neg: Sequence[float]) -> float:
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value of b against c discordant pairs (1.0 when there are none)."""
+    from scipy import stats  # heavy: scipy
+
     if b + c == 0:
         return 1.0
     return float(stats.binomtest(int(min(b, c)), int(b + c), 0.5).pvalue)
@@ -46,6 +51,8 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 def paired_bootstrap(a: Sequence[bool], b: Sequence[bool], *, seed: int = 0) -> tuple[float, float]:
     """95% percentile-bootstrap interval of mean(a) - mean(b) over the same problems, resampled together."""
+    from scipy import stats  # heavy: scipy
+
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if len(x) < 2 or np.all(x == y):
         d = float(x.mean() - y.mean()) if len(x) else 0.0
