@@ -37,14 +37,15 @@ REPO = Path(__file__).resolve().parent.parent
 # whatever SmolLM2-135M writes
 METHODS = {"nsprm", "prm_only", "verifier_only", "greedy", "best_of_n", "direct", "pyexec"}
 # what CPU needs and no more: the engine and the PRM ask the GPUs the workers declare (placing them there), the
-# engine runs on one CPU, one search worker on the head, one problem, a short search, whole answers and programs cut
-# at 64 tokens (SmolLM2-135M's are unreadable at any length; what is checked is that every method runs to its row)
+# engine runs on one CPU, two search workers on the head send it their batches at once, one problem, a short search,
+# one program per problem, whole answers and programs cut at 64 tokens (SmolLM2-135M's are unreadable at any length;
+# what is checked is that every method runs to its row)
 CPU_OVERRIDES = ("generator=vllm_tiny", "generator.max_tokens_free=64", "prm=minilm_csp", "dataset.limit=1",
                  "actors.generator.replicas=1", "actors.generator.num_gpus=1", "actors.generator.num_cpus=1",
-                 "actors.prm.num_gpus=0.5", "actors.prm.num_cpus=0", "pipeline.num_search_workers=1",
-                 "pipeline.worker_num_cpus=1",
-                 "pipeline.batch_size=2", "pipeline.progress=false", "search.beam_width=1", "search.k=2",
-                 "search.max_steps=2", "search.max_retries=1", "search.max_backtracks=0", "search.n_samples=2",
+                 "actors.prm.num_gpus=0.5", "actors.prm.num_cpus=0", "pipeline.num_search_workers=2",
+                 "pipeline.worker_num_cpus=1", "pipeline.batch_size=2", "pipeline.progress=false",
+                 "search.beam_width=1", "search.k=2", "search.max_steps=2", "search.max_retries=1",
+                 "search.max_backtracks=0", "search.n_samples=2", "baselines.max_attempts=1",
                  "ray.wait_for_nodes_s=10")
 
 
