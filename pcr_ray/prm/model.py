@@ -208,15 +208,15 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Any:
 def load_checkpoint(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
     """(model in eval mode, tokenizer, meta) from a checkpoint folder; the model carries the checkpoint's
     attention (pair or shared_context) and candidate length."""
-    from transformers import AutoModel, AutoTokenizer  # heavy: transformers
+    from transformers import AutoModel  # heavy: transformers
 
     p = Path(path)
     meta = read_meta(p)
     try:
         encoder = AutoModel.from_pretrained(p / ENCODER_DIR)
-        tokenizer = AutoTokenizer.from_pretrained(p / ENCODER_DIR)
     except OSError as exc:
         raise CheckpointError(f"{p}: cannot load the encoder: {exc}".splitlines()[0]) from None
+    tokenizer = load_tokenizer(p)
     model = PRMModel(encoder, pooling=meta.pooling, dropout=meta.dropout, attention=meta.attention,
                      candidate_length=meta.candidate_length)
     model.head.load_state_dict(torch.load(p / HEAD_FILE, map_location="cpu", weights_only=True))
