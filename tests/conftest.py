@@ -25,7 +25,10 @@ def ray_session():
     """One local Ray for the whole test session (num_cpus=2, dashboard off); shut down at the end."""
     import ray
 
+    from pcr_ray.pipeline.ray_runtime import set_local_ray_env
+
     if not ray.is_initialized():
+        set_local_ray_env()  # as `pcr-ray` starts a local Ray
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     yield ray

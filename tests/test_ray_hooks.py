@@ -1,7 +1,9 @@
-"""The local Ray pcr_ray starts runs the worker setup hook in tasks and in detached actors (Ray Train's cleaner)."""
+"""The local Ray pcr_ray starts: its worker setup hook runs in tasks and in detached actors (Ray Train's cleaner),
+and its environment keeps Ray Data from starting a pool of parquet footer readers per read."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +13,7 @@ import pytest
 
 SCRIPT = textwrap.dedent("""
     import logging
+    import os
     import ray
     from pcr_ray.pipeline.ray_runtime import init_ray
     from pcr_ray.ray_hooks import TRAIN_CLEANER_LOGGER
@@ -28,6 +31,8 @@ SCRIPT = textwrap.dedent("""
     task = ray.get(ray.remote(num_cpus=0)(level).remote())
     actor = Detached.options(lifetime="detached", name="hook_probe").remote()
     print("levels", task, ray.get(actor.level.remote()), level())
+    footer = ray.get(ray.remote(num_cpus=0)(lambda: os.environ.get("RAY_DATA_PARQUET_FOOTER_NUM_ACTORS")).remote())
+    print("footer_actors", footer)
     ray.kill(actor)
     ray.shutdown()
 """)
@@ -35,13 +40,16 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
-    """A fresh local Ray (its own process: the test session's Ray is already up) from `init_ray`."""
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    """A fresh local Ray (its own process: the test session's Ray is already up) from `init_ray`: its workers
+    quiet one logger and read parquet footers with one actor, not Ray Data's 32."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_DATA_PARQUET_FOOTER_NUM_ACTORS"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("levels"))
     task, actor, driver = (int(x) for x in line.split()[1:])
     assert task == actor == 40  # logging.ERROR in the workers, detached actors included
     assert driver < 40  # the driver's own logging is untouched
+    assert "footer_actors 1" in out.stdout.splitlines()
 
 
 def test_a_submitted_jobs_env_vars_are_not_repeated_by_the_driver(monkeypatch):

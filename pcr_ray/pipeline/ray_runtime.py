@@ -16,6 +16,9 @@ PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM"
 LOCAL_ENV = ("PCR_RAY_DATA", "PCR_RAY_CACHE", "PCR_RAY_CONF", "PCR_RAY_RUNS", "HF_HOME")
 # set on every worker unless the driver says otherwise: fork-safe tokenizers, OpenMP threads that sleep when idle
 WORKER_ENV = {"TOKENIZERS_PARALLELISM": "false", "OMP_WAIT_POLICY": "PASSIVE"}
+# set for a local Ray unless the environment says otherwise: Ray Data's parquet reads start 32 footer-reading actors
+# per read (sized for object storage on a cluster); on one machine each is a worker process started and killed
+LOCAL_RAY_ENV = {"RAY_DATA_PARQUET_FOOTER_NUM_ACTORS": "1"}
 
 _started_here = False
 
@@ -42,7 +45,7 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
     if address:
         ray.init(address=str(address), namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver)
     else:  # no dashboard, hence no State API: the hook quiets what polls it (pcr_ray/ray_hooks.py)
-
+        set_local_ray_env()  # before ray.init: the local Ray's processes inherit this environment
         runtime_env["worker_process_setup_hook"] = LOCAL_WORKER_SETUP_HOOK
         # address="local": a new Ray of this process's own, never a `ray start` cluster that happens to run here
         ray.init(address="local", num_cpus=rcfg.get("num_cpus") or None, num_gpus=rcfg.get("num_gpus"),
@@ -50,6 +53,12 @@ def init_ray(rcfg: Mapping[str, Any] | None = None) -> str | None:
                  namespace=ns, runtime_env=runtime_env, log_to_driver=log_to_driver, configure_logging=False)
         _started_here = True
     return ray.get_runtime_context().namespace
+
+
+def set_local_ray_env() -> None:
+    """LOCAL_RAY_ENV into this process's environment where unset: a local Ray's processes inherit it."""
+    for key, value in LOCAL_RAY_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 def job_runtime_env() -> dict[str, Any]:
