@@ -29,8 +29,9 @@ def ray_session():
 
     if not ray.is_initialized():
         set_local_ray_env()  # as `pcr-ray` starts a local Ray
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
+        # the workers inherit this process's environment (HF_HUB_OFFLINE, TOKENIZERS_PARALLELISM above); no
+        # runtime env, which would start each worker through Ray's setup_worker.py
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 

@@ -3,6 +3,7 @@ and its environment keeps Ray Data from starting a pool of parquet footer reader
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,10 +13,11 @@ from pathlib import Path
 import pytest
 
 SCRIPT = textwrap.dedent("""
+    import json
     import logging
     import os
     import ray
-    from pcr_ray.pipeline.ray_runtime import init_ray
+    from pcr_ray.pipeline.ray_runtime import LOCAL_RAY_ENV, init_ray
     from pcr_ray.ray_hooks import TRAIN_CLEANER_LOGGER
 
     init_ray({"num_cpus": 1})
@@ -31,8 +33,8 @@ SCRIPT = textwrap.dedent("""
     task = ray.get(ray.remote(num_cpus=0)(level).remote())
     actor = Detached.options(lifetime="detached", name="hook_probe").remote()
     print("levels", task, ray.get(actor.level.remote()), level())
-    footer = ray.get(ray.remote(num_cpus=0)(lambda: os.environ.get("RAY_DATA_PARQUET_FOOTER_NUM_ACTORS")).remote())
-    print("footer_actors", footer)
+    env = ray.get(ray.remote(num_cpus=0)(lambda: {k: os.environ.get(k) for k in LOCAL_RAY_ENV}).remote())
+    print("local_env", json.dumps(env))
     ray.kill(actor)
     ray.shutdown()
 """)
@@ -41,15 +43,19 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_local_ray_workers_quiet_the_train_cleaner_but_not_the_driver() -> None:
     """A fresh local Ray (its own process: the test session's Ray is already up) from `init_ray`: its workers
-    quiet one logger and read parquet footers with one actor, not Ray Data's 32."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_DATA_PARQUET_FOOTER_NUM_ACTORS"}
+    quiet one logger and see LOCAL_RAY_ENV (parquet footers read by one actor, not Ray Data's 32; a quieter log
+    monitor)."""
+    from pcr_ray.pipeline.ray_runtime import LOCAL_RAY_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in LOCAL_RAY_ENV}
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("levels"))
     task, actor, driver = (int(x) for x in line.split()[1:])
     assert task == actor == 40  # logging.ERROR in the workers, detached actors included
     assert driver < 40  # the driver's own logging is untouched
-    assert "footer_actors 1" in out.stdout.splitlines()
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("local_env"))
+    assert json.loads(line.split(" ", 1)[1]) == LOCAL_RAY_ENV
 
 
 def test_a_submitted_jobs_env_vars_are_not_repeated_by_the_driver(monkeypatch):

@@ -17,8 +17,12 @@ LOCAL_ENV = ("PCR_RAY_DATA", "PCR_RAY_CACHE", "PCR_RAY_CONF", "PCR_RAY_RUNS", "H
 # set on every worker unless the driver says otherwise: fork-safe tokenizers, OpenMP threads that sleep when idle
 WORKER_ENV = {"TOKENIZERS_PARALLELISM": "false", "OMP_WAIT_POLICY": "PASSIVE"}
 # set for a local Ray unless the environment says otherwise: Ray Data's parquet reads start 32 footer-reading actors
-# per read (sized for object storage on a cluster); on one machine each is a worker process started and killed
-LOCAL_RAY_ENV = {"RAY_DATA_PARQUET_FOOTER_NUM_ACTORS": "1"}
+# per read (sized for object storage on a cluster), each a worker process started and killed; Ray's log monitor
+# lists the log folder every 0.1 s while it holds under 1,000 files (2-4% of a core once a few hundred workers have
+# run), once a second here: a new worker's output reaches the driver within a second; and no metrics are collected
+# (a local Ray runs no dashboard to show them; collecting them costs each node's agent about 1% of a core)
+LOCAL_RAY_ENV = {"RAY_DATA_PARQUET_FOOTER_NUM_ACTORS": "1", "RAY_LOG_MONITOR_MANY_FILES_THRESHOLD": "0",
+                 "LOG_NAME_UPDATE_INTERVAL_S": "1", "RAY_enable_metrics_collection": "0"}
 
 _started_here = False
 
