@@ -31,6 +31,7 @@ from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
 from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table, template_split_table
+from pcr_ray.pipeline.node_sandbox import probe_nodes
 from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.pipeline.report import write_report
@@ -82,33 +83,19 @@ def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], t
     """check_sandbox on every node of the cluster that can run a search worker (model-written programs run there,
     not on the driver); SandboxUnavailable naming each node that lacks a working bubblewrap, and why."""
     import ray  # heavy: ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # heavy: ray
 
     if not any(s.method == "pyexec" for s in specs) or str(baselines["sandbox"]) != "bwrap":
         return
-    nodes = [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
-    if len(nodes) <= 1:
+    if sum(1 for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0) <= 1:
         return  # the driver's node, checked already
-    probe = ray.remote(num_cpus=0)(_bwrap_problem)
-    refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
-            for n in nodes]
-    problems = {n["NodeManagerAddress"]: why for n, why in zip(nodes, ray.get(refs, timeout=timeout_s), strict=True)
-                if why}
+    problems = {node: why for node, why in probe_nodes(timeout_s).items() if why}
     if problems:
         raise SandboxUnavailable(
             "pyexec runs model-written programs on the search workers' nodes, and these lack a working "
             "bubblewrap: " + "; ".join(f"{node}: {why}" for node, why in problems.items())
-            + ". Use the cluster image (cluster/Dockerfile installs bubblewrap), or, where user namespaces are "
-            "off, drop pyexec from `methods` or set baselines.sandbox=unconfined (docs/reliability.md)")
-
-
-def _bwrap_problem() -> str:
-    """'' when bubblewrap works on this node, else why not (run as a Ray task on each node)."""
-    try:
-        require_bwrap()
-    except SandboxUnavailable as exc:
-        return str(exc).split(":")[0] if "not installed" in str(exc) else str(exc)
-    return ""
+            + ". Use the cluster image (cluster/Dockerfile installs bubblewrap) with the security settings of "
+            "cluster/rayjob.yaml, or, where user namespaces are off, drop pyexec from `methods` or set "
+            "baselines.sandbox=unconfined (docs/reliability.md)")
 
 
 def evaluate(cfg: DictConfig | Mapping[str, Any], run_dir: str | Path | None = None, *,

@@ -11,6 +11,7 @@ import pytest
 from pcr_ray.configs import to_plain
 from pcr_ray.evaluate import compose_config
 from pcr_ray.paths import conf_dir
+from pcr_ray.pipeline.node_sandbox import format_sandbox
 from pcr_ray.pipeline.plan import (
     SHAPES,
     Node,
@@ -24,6 +25,7 @@ from pcr_ray.pipeline.plan import (
     place,
     pools,
     rayjob_nodes,
+    show_plan,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,6 +130,43 @@ def test_a_job_that_cannot_fit_the_cluster_fails_at_once_naming_what(ray_session
     msg = str(err.value)
     assert "generator:default" in msg and "1 GPU" in msg and "0 GPU" in msg and "DOES NOT FIT" in msg
     assert check_cluster(_cfg("experiment=smoke", "pipeline.num_search_workers=2"), wait_s=0).fits
+
+
+def test_the_sandbox_section_refuses_only_a_run_that_needs_it():
+    problems = {"10.0.0.1/ab12cd": "", "10.0.0.2/ef34gh": "bubblewrap (/usr/bin/bwrap) cannot start a sandbox here: x"}
+    text, ok = format_sandbox(problems, needed=True)
+    assert not ok and "10.0.0.1/ab12cd: works" in text and "10.0.0.2/ef34gh: bubblewrap" in text
+    assert "DOES NOT RUN pyexec" in text
+    text, ok = format_sandbox(problems, needed=False)
+    assert ok and "pyexec is not run" in text and "DOES NOT" not in text
+    assert format_sandbox({"10.0.0.1/ab12cd": ""}, needed=True)[1]
+
+
+def test_the_cluster_files_let_bubblewrap_run_in_every_container():
+    """Every pod of the RayJob (the head hosts search workers too) and the launcher's Docker containers carry what
+    bubblewrap needs: user namespaces (seccomp), mounts (AppArmor) and a /proc of its own (docs/cluster.md)."""
+    import yaml
+
+    spec = yaml.safe_load((REPO / "cluster" / "rayjob.yaml").read_text())["spec"]["rayClusterSpec"]
+    pods = [spec["headGroupSpec"]["template"]["spec"]] + [g["template"]["spec"] for g in spec["workerGroupSpecs"]]
+    for pod in pods:
+        assert pod["hostUsers"] is False  # procMount: Unmasked is allowed only in a user-namespaced pod
+        for c in pod["containers"]:
+            assert c["securityContext"] == {"seccompProfile": {"type": "Unconfined"},
+                                            "appArmorProfile": {"type": "Unconfined"}, "procMount": "Unmasked"}
+    opts = yaml.safe_load((REPO / "cluster" / "cluster.yaml").read_text())["docker"]["run_options"]
+    assert {f"--security-opt {o}=unconfined" for o in ("seccomp", "apparmor", "systempaths")} <= set(opts)
+
+
+@pytest.mark.ray
+def test_the_plan_against_a_running_cluster_reports_each_nodes_sandbox(ray_session, capsys):
+    """`pcr-ray plan --address`: the session's Ray (one node with bubblewrap) probed by a task on the node."""
+    if not show_plan(pools(_cfg("experiment=smoke", "pipeline.num_search_workers=2")), None, "auto", sandbox=True):
+        pytest.fail(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert "== the cluster at auto" in out and "fits" in out
+    section = out[out.index("== the pyexec sandbox"):].splitlines()
+    assert len(section) == 2 and section[1].endswith(": works"), section
 
 
 @pytest.mark.ray

@@ -2,7 +2,7 @@
 
     pcr-ray plan experiment=paper_table                     # against every named cluster shape
     pcr-ray plan experiment=paper_table --shape one_gpu     # against one
-    pcr-ray plan experiment=paper_table --address auto      # against the running cluster
+    pcr-ray plan experiment=paper_table --address auto      # against the running cluster (and its sandbox)
 
 `pools(cfg)` lists the actor pools of a composed evaluate config (vLLM engines, other generator actors, PRM
 scorers, the search workers) with the CPUs, GPUs and GPU memory share each replica asks. `place(pools, nodes)`
@@ -27,6 +27,7 @@ import yaml
 from pcr_ray.commands.hydra_app import run_hydra
 from pcr_ray.configs import to_plain
 from pcr_ray.generators.base import backend_of
+from pcr_ray.pipeline.node_sandbox import format_sandbox, probe_nodes
 from pcr_ray.pipeline.ray_runtime import init_ray
 from pcr_ray.pipeline.search_batch import parse_methods
 
@@ -314,7 +315,9 @@ def launcher_nodes(path: str | Path, workers: str = "max") -> tuple[Node, ...]:
 USAGE = """usage: pcr-ray plan [--shape NAME | --address ADDRESS] [evaluate overrides ...]
 
 The resource plan of an evaluation: every actor pool's CPUs, GPUs and GPU memory share, where each replica
-lands, and the settings that make it fit. Without --shape or --address: against every named shape.
+lands, and the settings that make it fit. Without --shape or --address: against every named shape. With
+--address: against the running cluster's nodes, and whether pyexec's sandbox (bubblewrap) works on each (exit 1
+where the run needs it and a node lacks it).
 shapes: """ + ", ".join(SHAPES)
 
 
@@ -343,18 +346,26 @@ def main(argv: list[str]) -> int:
 
     def job(cfg: Any) -> int:
         try:
-            pool_list = pools(to_plain(cfg))
+            plain = to_plain(cfg)
+            pool_list = pools(plain)
         except (ValueError, KeyError) as exc:
             print(f"pcr-ray plan: {exc}", file=sys.stderr)
             return 2
-        return 0 if show_plan(pool_list, shape, address) else 1
+        return 0 if show_plan(pool_list, shape, address, needs_sandbox(plain)) else 1
 
     return run_hydra("plan", "evaluate", [*READ_ONLY, *overrides], job, USAGE)
 
 
-def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None) -> bool:
+def needs_sandbox(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run executes model-written programs in bubblewrap: pyexec among the methods, sandbox=bwrap."""
+    specs = parse_methods(cfg["methods"], cfg["method_generators"], cfg["method_overrides"], cfg["method_prms"])
+    return any(s.method == "pyexec" for s in specs) and str(cfg["baselines"]["sandbox"]) == "bwrap"
+
+
+def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None, sandbox: bool = False) -> bool:
     """Print the plan against the shape asked for (the cluster at `address`, or every named shape); whether it
-    fits every one."""
+    fits every one. Against a running cluster it also reports, per node, whether pyexec's sandbox works there
+    (refusing the run where `sandbox`, the run needs it, and a node lacks it)."""
     if address:
         init_ray({"address": address, "log_to_driver": False})
         shapes = {f"the cluster at {address}": cluster_nodes()}
@@ -365,6 +376,10 @@ def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None)
         placement = place(pool_list, nodes)
         ok &= placement.fits
         print(format_plan(pool_list, nodes, placement, title=f"== {name}"))
+    if address:
+        text, works = format_sandbox(probe_nodes(), sandbox)
+        print(text)
+        ok &= works
     return ok
 
 
