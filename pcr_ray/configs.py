@@ -727,7 +727,13 @@ class ServeConfig:
     family: str = "${prm.family}"  # cross_encoder: this project's PRMs | causal_lm: an off-the-shelf one
     convention: Optional[str] = "${prm.convention}"
     prm_enabled: bool = True  # false: serve /v1/verify only, even when a checkpoint exists
-    replicas: int = 1  # PRM deployment replicas
+    replicas: int = 1  # PRM deployment replicas (with max_replicas: the fewest the autoscaler keeps)
+    # null: a fixed `replicas`; N > replicas: Serve autoscales the PRM deployment between replicas and N, aiming at
+    # target_ongoing_requests per replica (on a cluster a replica that does not fit is a demand Ray's autoscaler sees)
+    max_replicas: Optional[int] = None
+    target_ongoing_requests: float = 32.0  # requests in flight per PRM replica the autoscaler aims at
+    upscale_delay_s: float = 10.0  # how long the load must stay above the target before a replica is added
+    downscale_delay_s: float = 300.0  # how long below it before one is removed
     max_batch_size: int = 32  # requests per PRM model call (the replica merges what queued during the last call)
     # beyond loopback (e.g. 0.0.0.0) the service requires an API key (docs/reliability.md): the key's environment
     # variable (clients send `Authorization: Bearer KEY` or `X-API-Key: KEY`), or a file whose first line is the key;

@@ -473,6 +473,20 @@ def test_settings_from_conf_and_cluster_config() -> None:
         build_app({"checkpoint": "/nonexistent/prm"})
 
 
+def test_replica_count_is_fixed_or_autoscaled() -> None:
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import replica_options
+
+    assert replica_options(ServeSettings.from_mapping({"replicas": 2})) == {"num_replicas": 2}
+    assert replica_options(ServeSettings.from_mapping({"replicas": 2, "max_replicas": 2})) == {"num_replicas": 2}
+    auto = replica_options(ServeSettings.from_mapping({"replicas": 1, "max_replicas": 4,
+                                                       "target_ongoing_requests": 8}))["autoscaling_config"]
+    assert (auto["min_replicas"], auto["initial_replicas"], auto["max_replicas"]) == (1, 1, 4)
+    assert (auto["target_ongoing_requests"], auto["upscale_delay_s"], auto["downscale_delay_s"]) == (8, 10, 300)
+    with pytest.raises(ValueError, match="max_replicas=1 is below replicas=2"):
+        ServeSettings.from_mapping({"replicas": 2, "max_replicas": 1})
+
+
 def test_bf16_setting_reaches_the_prm_replica(checkpoint: Path) -> None:
     """`prm.bf16=true` flows from the config to the PRM deployment, which then scores under bf16 autocast."""
     import asyncio
@@ -636,6 +650,67 @@ def test_http_concurrent_requests_batched_and_matched(service, scorer) -> None:
     stats = httpx.get(f"{svc.url}/v1/info", timeout=30).json()["prm"]["stats"]
     assert stats["max_requests_per_batch"] > 1
     assert stats["batches"] < stats["requests"]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_http_autoscaled_prm_scales_up_and_loses_nothing_to_a_killed_replica(service, checkpoint: Path) -> None:
+    """max_replicas=2 and a target of one request in flight: under load Serve adds a second PRM replica; a replica
+    killed under load costs no request (the ingress sends one whose replica died to a live one) and is replaced."""
+    import collections
+    import threading
+    import time
+
+    import ray
+    from ray import serve
+
+    from pcr_ray.serve.app import ServeSettings
+    from pcr_ray.serve.deploy import start
+
+    svc, _ = service
+    app = "pcr_ray_autoscaled"
+    scaled = start(ServeSettings.from_mapping(dict(
+        checkpoint=str(checkpoint), port=svc.settings.port, app_name=app, route_prefix="/scaled", replicas=1,
+        max_replicas=2, target_ongoing_requests=1, upscale_delay_s=0, prm_num_cpus=0.25, ingress_num_cpus=0.1,
+        max_batch_size=4, runtime="torch", int8=False, cache_size=0)))
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        with httpx.Client(base_url=scaled.url, timeout=120) as c:
+            while not stop.is_set():
+                statuses.append(c.post("/v1/score", json={"problem": PROBLEM, "trace": EXAMPLE}).status_code)
+
+    def running() -> int:
+        states = serve.status().applications[app].deployments["PRMScorer"].replica_states
+        return sum(n for state, n in states.items() if str(getattr(state, "value", state)) == "RUNNING")
+
+    def until(n: int, timeout_s: float = 120) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and running() != n:
+            time.sleep(0.5)
+        return running() == n
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    try:
+        assert running() == 1
+        for t in threads:
+            t.start()
+        assert until(2), "the autoscaler did not add a second PRM replica under load"
+        replicas = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                    if a["name"].startswith(f"SERVE_REPLICA::{app}#PRMScorer")]
+        assert len(replicas) == 2, replicas
+        before = len(statuses)
+        ray.kill(ray.get_actor(replicas[0]["name"], namespace=replicas[0]["namespace"]), no_restart=True)
+        assert until(2), "Serve did not replace the killed replica"
+        time.sleep(2)  # requests keep flowing after the replacement
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        scaled.stop()
+    assert len(statuses) > before + 6
+    assert collections.Counter(statuses) == {200: len(statuses)}
 
 
 @pytest.mark.ray

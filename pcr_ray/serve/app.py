@@ -65,6 +65,9 @@ class ServeSettings(configs.frozen_view(configs.ServeConfig, "ServeFields", drop
         s = cls(**d)
         if s.max_batch_size < 1 or s.replicas < 1 or s.max_body_bytes < 1024:
             raise ValueError("max_batch_size and replicas must be >= 1, max_body_bytes >= 1024")
+        if s.max_replicas is not None and s.max_replicas < s.replicas:
+            raise ValueError(f"max_replicas={s.max_replicas} is below replicas={s.replicas}: the autoscaler keeps "
+                             f"between replicas and max_replicas PRM replicas (null: a fixed `replicas`)")
         if s.int8 and s.bf16:
             raise ValueError("int8 and bf16 are two ways to score faster; set one of them (prm.int8 or prm.bf16)")
         if s.device.startswith("cuda") and s.prm_num_gpus <= 0:
@@ -146,6 +149,9 @@ class LocalBackend:
         return dict(self._identity)
 
 
+REPLICA_RETRIES = 2  # a /v1/score request is sent again this many times when its PRM replica dies under it
+
+
 class HandleBackend:
     """The PRM deployment behind a DeploymentHandle (`await handle.score.remote(pairs)`)."""
 
@@ -153,6 +159,15 @@ class HandleBackend:
         self._handle = handle
 
     async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """The scores; a request whose PRM replica died under it (a lost node, a killed replica) is sent again,
+        to a live replica, up to REPLICA_RETRIES times: scoring has no side effects."""
+        from ray.exceptions import RayActorError  # heavy: ray
+
+        for _ in range(REPLICA_RETRIES):
+            try:
+                return list(await self._handle.score.remote(pairs))
+            except RayActorError:  # the replica died or cannot be reached: Serve routes the next try elsewhere
+                continue
         return list(await self._handle.score.remote(pairs))
 
     async def info(self) -> dict[str, Any]:

@@ -167,7 +167,7 @@ def build_from_settings(settings: ServeSettings) -> Any:
     prm = None
     if ckpt is not None:
         prm = PRMScorerDeployment.options(
-            num_replicas=settings.replicas,
+            **replica_options(settings),
             ray_actor_options={"num_cpus": settings.prm_num_cpus, "num_gpus": settings.prm_num_gpus},
             # Serve's default (5 in flight per replica) would cap every model call at 5 requests
             max_ongoing_requests=max(2 * settings.max_batch_size, 16),
@@ -177,6 +177,17 @@ def build_from_settings(settings: ServeSettings) -> Any:
     ingress = ScoringIngress.options(ray_actor_options={"num_cpus": settings.ingress_num_cpus},
                                      max_ongoing_requests=settings.max_ongoing_requests)
     return ingress.bind(prm, asdict(settings), str(ckpt) if ckpt else None, auth.key_digest)
+
+
+def replica_options(settings: ServeSettings) -> dict[str, Any]:
+    """The PRM deployment's replica count: fixed (`num_replicas`), or Serve's `autoscaling_config` between
+    `replicas` and `max_replicas`."""
+    if settings.max_replicas is None or settings.max_replicas == settings.replicas:
+        return {"num_replicas": settings.replicas}
+    return {"autoscaling_config": {
+        "min_replicas": settings.replicas, "initial_replicas": settings.replicas,
+        "max_replicas": settings.max_replicas, "target_ongoing_requests": settings.target_ongoing_requests,
+        "upscale_delay_s": settings.upscale_delay_s, "downscale_delay_s": settings.downscale_delay_s}}
 
 
 def _with_serve_host(settings: ServeSettings) -> ServeSettings:
