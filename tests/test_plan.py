@@ -119,14 +119,19 @@ def test_plan_command_prints_every_shape_and_exits_by_fit(capsys):
 
 
 @pytest.mark.ray
-def test_a_job_that_cannot_fit_the_cluster_fails_at_once_naming_what(ray_session):
+def test_a_job_that_cannot_fit_the_cluster_fails_at_once_naming_what(ray_session, monkeypatch):
     """The session's Ray has 2 CPUs and no GPU: an evaluation whose generator actor asks a GPU fails before any
     actor starts, within the wait it was given, and says which pool, what it asked and what the cluster has."""
+    from pcr_ray.pipeline import plan
+
+    asked: list = []
+    monkeypatch.setattr(plan, "request_demand", asked.append)
     cfg = _cfg("generator=llamacpp", "actors.generator.num_gpus=1", "methods=[nsprm]", "ray.num_cpus=2")
     t0 = time.monotonic()
     with pytest.raises(PlanError) as err:
-        check_cluster(cfg, wait_s=1.0, poll_s=0.5)
+        check_cluster(cfg, wait_s=0)
     assert time.monotonic() - t0 < 30
+    assert asked == []  # no wait (ray.wait_for_nodes_s=0): refused at once, nothing asked of an autoscaler
     msg = str(err.value)
     assert "generator:default" in msg and "1 GPU" in msg and "0 GPU" in msg and "DOES NOT FIT" in msg
     assert check_cluster(_cfg("experiment=smoke", "pipeline.num_search_workers=2"), wait_s=0).fits
@@ -167,6 +172,57 @@ def test_the_plan_against_a_running_cluster_reports_each_nodes_sandbox(ray_sessi
     assert "== the cluster at auto" in out and "fits" in out
     section = out[out.index("== the pyexec sandbox"):].splitlines()
     assert len(section) == 2 and section[1].endswith(": works"), section
+
+
+def _requested(ray) -> str:
+    """The `From request_resources:` section of `ray status -v` of the session's Ray ('(none)' when empty)."""
+    import subprocess
+    import sys
+
+    gcs = ray.get_runtime_context().gcs_address
+    deadline = time.monotonic() + 60
+    while True:  # a Ray just started has no autoscaler status for a few seconds ("No cluster status.")
+        out = subprocess.run([str(Path(sys.executable).parent / "ray"), "status", "-v", "--address", gcs],
+                             capture_output=True, text=True, timeout=120)
+        if "From request_resources:" in out.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert "From request_resources:" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    return out.stdout.split("From request_resources:")[1].split("Pending Demands:")[0].strip()
+
+
+@pytest.mark.ray
+def test_a_job_waiting_for_nodes_asks_the_autoscaler_for_its_plan(ray_session):
+    """While an evaluation waits for nodes (ray.wait_for_nodes_s), its whole plan is a pending demand Ray's
+    autoscaler sees (`ray status -v`), so an autoscaling cluster adds the node; the request ends with the wait."""
+    import threading
+
+    cfg = _cfg("generator=llamacpp", "actors.generator.num_gpus=1", "methods=[nsprm]", "ray.num_cpus=2",
+               "pipeline.num_search_workers=1", "pipeline.worker_num_cpus=1")
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            check_cluster(cfg, wait_s=15, poll_s=0.5)
+        except BaseException as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=wait)
+    t.start()
+    deadline, status = time.monotonic() + 30, ""
+    while time.monotonic() < deadline and "'GPU': 1" not in status:
+        time.sleep(1)
+        status = _requested(ray_session)
+    t.join(timeout=60)
+    # one bundle per replica of each pool: the generator actor's GPU, the search worker's CPU
+    assert {"{'GPU': 1.0}: 1 from request_resources()", "{'CPU': 1.0}: 1 from request_resources()"} == \
+        {line.strip() for line in status.splitlines()}, status
+    assert len(errors) == 1 and isinstance(errors[0], PlanError)
+    assert "asking the autoscaler" in str(errors[0])
+    deadline = time.monotonic() + 30  # withdrawn when the wait ended (the status follows within seconds)
+    while _requested(ray_session) != "(none)" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _requested(ray_session) == "(none)"
 
 
 @pytest.mark.ray

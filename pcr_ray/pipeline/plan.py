@@ -261,19 +261,49 @@ def cluster_nodes() -> tuple[Node, ...]:
 
 def check_cluster(cfg: Mapping[str, Any], wait_s: float = 60.0, poll_s: float = 5.0) -> Placement:
     """The plan of `cfg` on the connected cluster; while it does not fit, the cluster's nodes are read again for
-    up to `wait_s` (an autoscaler adding nodes), then PlanError with the plan and the advice."""
+    up to `wait_s`, with the whole plan asked of Ray's autoscaler (`request_resources`: `ray status -v` shows it,
+    and an autoscaling cluster adds the nodes it needs), then PlanError with the plan and the advice. The request
+    is withdrawn when the wait ends: from then on the actors' own demands hold the nodes."""
     pool_list = pools(cfg)
     deadline = time.monotonic() + float(wait_s)
-    while True:
-        nodes = cluster_nodes()
-        placement = place(pool_list, nodes)
-        if placement.fits:
-            return placement
-        if time.monotonic() >= deadline:
-            raise PlanError("the evaluation's actors do not fit this Ray cluster (checked for "
-                            f"{wait_s:g} s; ray.wait_for_nodes_s waits longer for an autoscaler):\n"
-                            + format_plan(pool_list, nodes, placement))
-        time.sleep(poll_s)
+    requested = False
+    try:
+        while True:
+            nodes = cluster_nodes()
+            placement = place(pool_list, nodes)
+            if placement.fits:
+                return placement
+            if time.monotonic() >= deadline:
+                raise PlanError("the evaluation's actors do not fit this Ray cluster (checked for "
+                                f"{wait_s:g} s, asking the autoscaler for them; ray.wait_for_nodes_s waits longer "
+                                "for it to add nodes):\n" + format_plan(pool_list, nodes, placement))
+            if not requested:
+                request_demand(demand_bundles(pool_list))
+                requested = True
+            time.sleep(poll_s)
+    finally:
+        if requested:
+            request_demand([])
+
+
+def demand_bundles(pool_list: Sequence[Pool]) -> list[dict[str, float]]:
+    """What the plan asks of a cluster as the autoscaler's resource bundles: one per replica (a tensor-parallel
+    engine: one per GPU, its CPUs on the first)."""
+    out: list[dict[str, float]] = []
+    for pool in pool_list:
+        for _ in range(pool.replicas):
+            if pool.tp > 1:
+                out += [{"CPU": pool.cpus, "GPU": 1.0}] + [{"GPU": 1.0}] * (pool.tp - 1)
+            else:
+                out.append({k: v for k, v in (("CPU", pool.cpus), ("GPU", pool.gpus)) if v > 0})
+    return [b for b in out if b]
+
+
+def request_demand(bundles: list[dict[str, float]]) -> None:
+    """Ask Ray's autoscaler for `bundles` ([]: withdraw the request)."""
+    from ray.autoscaler.sdk import request_resources  # heavy: ray
+
+    request_resources(bundles=bundles)
 
 
 # ---------------------------------------------------------------- shipped cluster configs as shapes
