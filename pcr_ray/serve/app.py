@@ -149,31 +149,6 @@ class LocalBackend:
         return dict(self._identity)
 
 
-REPLICA_RETRIES = 2  # a /v1/score request is sent again this many times when its PRM replica dies under it
-
-
-class HandleBackend:
-    """The PRM deployment behind a DeploymentHandle (`await handle.score.remote(pairs)`)."""
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        """The scores; a request whose PRM replica died under it (a lost node, a killed replica) is sent again,
-        to a live replica, up to REPLICA_RETRIES times: scoring has no side effects."""
-        from ray.exceptions import RayActorError  # heavy: ray
-
-        for _ in range(REPLICA_RETRIES):
-            try:
-                return list(await self._handle.score.remote(pairs))
-            except RayActorError:  # the replica died or cannot be reached: Serve routes the next try elsewhere
-                continue
-        return list(await self._handle.score.remote(pairs))
-
-    async def info(self) -> dict[str, Any]:
-        return dict(await self._handle.info.remote())
-
-
 class ScoringUnavailable(Exception):
     """The PRM cannot answer (no checkpoint, or its deployment failed)."""
 

@@ -24,12 +24,13 @@ import ray
 from fastapi import FastAPI
 from omegaconf import DictConfig
 from ray import serve
+from ray.exceptions import RayActorError
 from ray.serve.context import _get_global_client
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.prm.build import build_scorer
-from pcr_ray.serve.app import HandleBackend, ServeSettings, auth_for, create_app, resolve_checkpoint
+from pcr_ray.serve.app import ServeSettings, auth_for, create_app, resolve_checkpoint
 from pcr_ray.serve.auth import ApiKeyAuth
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,29 @@ class PRMScorerDeployment:
         """PRMScorer.identity, the batching settings and counters."""
         return {**dict(self.scorer.identity), "max_batch_size": self.max_batch_size,
                 "stats": self.stats(), "cache": self.scorer.cache.stats()}
+
+
+REPLICA_RETRIES = 2  # a /v1/score request is sent again this many times when its PRM replica dies under it
+
+
+class HandleBackend:
+    """The PRM deployment behind a DeploymentHandle (`await handle.score.remote(pairs)`)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    async def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """The scores; a request whose PRM replica died under it (a lost node, a killed replica) is sent again,
+        to a live replica, up to REPLICA_RETRIES times: scoring has no side effects."""
+        for _ in range(REPLICA_RETRIES):
+            try:
+                return list(await self._handle.score.remote(pairs))
+            except RayActorError:  # the replica died or cannot be reached: Serve routes the next try elsewhere
+                continue
+        return list(await self._handle.score.remote(pairs))
+
+    async def info(self) -> dict[str, Any]:
+        return dict(await self._handle.info.remote())
 
 
 @serve.deployment(name="ScoringIngress")
