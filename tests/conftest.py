@@ -109,7 +109,8 @@ def no_actor_outlives_its_module(request):
 # out first, so that the two workers finish together. The module times `make test` measured last (kept in pytest's
 # cache by the controller) order the next run; this list orders a fresh checkout's.
 SLOW_MODULES = ("tests/test_experiments.py", "tests/test_prm_ray.py", "tests/test_reproduce.py", "tests/test_sft.py",
-                "tests/test_pipeline.py", "tests/test_benchmarks.py", "tests/test_pipeline_kill_resume.py",
+                "tests/test_pipeline.py", "tests/test_node_loss.py", "tests/test_benchmarks.py",
+                "tests/test_pipeline_kill_resume.py",
                 "tests/test_prm_mine.py", "tests/test_serve.py", "tests/test_prm_train.py", "tests/test_data_files.py")
 MODULE_SECONDS_KEY = "pcr_ray/module_seconds"
 
