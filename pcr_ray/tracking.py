@@ -24,6 +24,7 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+from omegaconf.errors import MissingMandatoryValue
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param's value
 MAX_KEY_CHARS = 250  # and on a param's or metric's name
@@ -163,10 +164,11 @@ def _sweep() -> tuple[Path, str] | None:
 
 
 def job_folder(fallback: str | Path) -> Path:
-    """The job's folder: Hydra's output folder when running under Hydra, else `fallback`."""
+    """The job's folder: Hydra's output folder when running under Hydra, else `fallback` (also where a Hydra config
+    is set without a run, as Hydra's compose API leaves it: no output folder)."""
     try:
         return Path(str(HydraConfig.get().runtime.output_dir))
-    except ValueError:
+    except (ValueError, MissingMandatoryValue):
         return Path(fallback)
 
 

@@ -30,6 +30,27 @@ def test_config_becomes_dotted_params_and_metrics_json_becomes_metrics():
     assert m == {"wall_s": 3.0, "nsprm/acc": 0.25, "paired/nsprm vs greedy/mcnemar_p": 0.5}
 
 
+def test_the_job_folder_is_the_fallback_where_hydra_holds_a_config_without_a_run(tmp_path):
+    """Hydra's compose API (a notebook, a test) can leave a Hydra config set with no output folder: a command called
+    then writes to its fallback folder instead of failing on the missing value."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from pcr_ray.configs import register_schemas
+    from pcr_ray.paths import conf_dir
+    from pcr_ray.tracking import job_folder
+
+    assert job_folder(tmp_path) == tmp_path  # no Hydra config at all
+    register_schemas()
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name="train_prm", return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    try:
+        assert job_folder(tmp_path) == tmp_path
+    finally:
+        HydraConfig.instance().cfg = None
+
+
 def test_tracking_none_logs_nothing_and_imports_no_mlflow(tmp_path):
     code = ("import sys; from pcr_ray.tracking import tracked\n"
             "with tracked({'kind': 'none'}, 'evaluate', {'a': 1}, sys.argv[1]) as t:\n"
