@@ -31,7 +31,7 @@ from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
 from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table, template_split_table
-from pcr_ray.pipeline.node_sandbox import probe_nodes
+from pcr_ray.pipeline.node_sandbox import cpu_nodes, probe_nodes
 from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
 from pcr_ray.pipeline.report import write_report
@@ -82,11 +82,9 @@ def check_sandbox(specs: Sequence[Any], baselines: Mapping[str, Any]) -> None:
 def check_sandbox_on_nodes(specs: Sequence[Any], baselines: Mapping[str, Any], timeout_s: float = 120) -> None:
     """check_sandbox on every node of the cluster that can run a search worker (model-written programs run there,
     not on the driver); SandboxUnavailable naming each node that lacks a working bubblewrap, and why."""
-    import ray  # heavy: ray
-
     if not any(s.method == "pyexec" for s in specs) or str(baselines["sandbox"]) != "bwrap":
         return
-    if sum(1 for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0) <= 1:
+    if len(cpu_nodes()) <= 1:
         return  # the driver's node, checked already
     problems = {node: why for node, why in probe_nodes(timeout_s).items() if why}
     if problems:

@@ -16,13 +16,20 @@ def bwrap_problem() -> str:
     return ""
 
 
+def cpu_nodes() -> list[dict]:
+    """The alive nodes of the connected cluster with CPUs: where search workers, which run pyexec's programs, land."""
+    import ray  # heavy: ray
+
+    return [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
+
+
 def probe_nodes(timeout_s: float = 120) -> dict[str, str]:
     """{node address: '' or why bubblewrap does not work there} for every alive node with CPUs (where search
     workers, which run pyexec's programs, can land)."""
     import ray  # heavy: ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # heavy: ray
 
-    nodes = [n for n in ray.nodes() if n.get("Alive") and float((n.get("Resources") or {}).get("CPU", 0)) > 0]
+    nodes = cpu_nodes()
     probe = ray.remote(num_cpus=0)(bwrap_problem)
     refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
             for n in nodes]
