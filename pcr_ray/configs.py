@@ -430,7 +430,7 @@ class PipelineConfig:
 
 @dataclass
 class ActorConfig:
-    replicas: int = 1
+    replicas: Any = 1  # a count, or auto: as many as fit the cluster beside the other actors (`pcr-ray plan`)
     num_cpus: float = 0  # logical; a GPU cluster sets num_gpus: 1
     num_gpus: float = 0
     max_restarts: int = 3

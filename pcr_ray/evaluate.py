@@ -168,7 +168,11 @@ def _evaluate(cfg: DictConfig, out: Path, progress: bool | None) -> None:
             raise ValueError(f"methods use generator(s) {missing}, not configured in `generators` "
                              f"(have {sorted(gen_cfgs)})")
         acfg = _plain(cfg.actors)
-        check_cluster(_plain(cfg), wait_s=float(cfg.ray.wait_for_nodes_s))  # PlanError before any actor starts
+        placement = check_cluster(_plain(cfg), wait_s=float(cfg.ray.wait_for_nodes_s))  # PlanError before any actor
+        for role, n in placement.replicas.items():
+            if acfg[role]["replicas"] == "auto":
+                log.info("evaluate: actors.%s.replicas=auto: %d (as many as fit the cluster)", role, n)
+                acfg[role]["replicas"] = n
         gens = {g: act.ensure_generator(gen_cfgs[g], acfg["generator"], namespace, faults) for g in used_gens}
         prm_cfgs: dict[str, Any] = {"default": _plain(cfg.prm)}
         prm_cfgs.update(_plain(cfg.get("prms")) or {})

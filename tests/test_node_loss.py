@@ -1,8 +1,9 @@
-"""A worker node lost in the middle of an evaluation: on a local cluster of a head and two worker nodes, each worker
-hosting one replica of the generator actor, the first worker's `ray start` process group is SIGKILLed (raylet,
-agents and workers at once, as a node lost with its machine) once the first shard lands. The run ends with every
-row once and none an error: the search worker pinned to the lost replica waits at most `call_timeout_s` for it and
-moves its batch to the survivor (pcr_ray.pipeline.actors, _ReplicaProxy)."""
+"""A worker node lost in the middle of an evaluation: on a local cluster of a head and two one-GPU worker nodes,
+each worker hosting one generator replica and one PRM replica at paper_table's shares of its GPU (0.88 + 0.12), the
+first worker's `ray start` process group is SIGKILLed (raylet, agents and workers at once, as a node lost with its
+machine) once the first shard lands. The run ends with every row once and none an error: a search worker pinned
+to a lost replica waits at most `call_timeout_s` for it and moves its batch to the survivor (pcr_ray.pipeline.actors,
+_ReplicaProxy), for the generator and the PRM alike."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ def lose_node(cluster, name: str) -> None:
 
 
 def test_a_node_lost_mid_run_costs_no_row(tmp_path):
-    # the workers declare a GPU and no CPU: each takes one generator replica (a GPU each), while the search
-    # workers and the PRM actor (CPUs) stay on the head, so the node lost takes exactly one model replica with it
+    # the workers declare a GPU and no CPU: each takes one generator replica and one PRM replica (paper_table's
+    # shares: an engine keeps 0.88 of its GPU, the PRM takes the 0.12 beside it), while the search workers (CPUs)
+    # stay on the head, so the node lost takes exactly one replica of each model with it. `replicas: auto` counts
+    # them from the cluster: two engines on two GPUs, two PRMs in the shares left beside them
     for attempt in range(2):  # a head that misses Ray's start-up timeouts on a loaded machine is started once more
         (tmp_path / f"cluster{attempt}").mkdir()
         try:
@@ -55,8 +58,9 @@ def test_a_node_lost_mid_run_costs_no_row(tmp_path):
            f"dataset.sources=[{{name: physics, limit: {PROBLEMS}, kwargs: {{n: {PROBLEMS}, seed: 1}}}}]",
            f"ray.address=127.0.0.1:{c.gcs_port}", f"hydra.run.dir={run_dir}",
            f"prm.checkpoint={tiny_checkpoint(tmp_path / 'prm')}", "actors.generator.placement=actor",
-           "actors.generator.replicas=2", "actors.generator.num_gpus=1", "actors.generator.num_cpus=0",
-           f"actors.generator.call_timeout_s={CALL_TIMEOUT_S}", "actors.prm.num_gpus=0", "actors.prm.num_cpus=1",
+           "actors.generator.replicas=auto", "actors.generator.num_gpus=0.88", "actors.generator.num_cpus=0",
+           f"actors.generator.call_timeout_s={CALL_TIMEOUT_S}", "actors.prm.replicas=auto", "actors.prm.num_gpus=0.12",
+           "actors.prm.num_cpus=0", f"actors.prm.call_timeout_s={CALL_TIMEOUT_S}",
            "pipeline.num_search_workers=2", "pipeline.batch_size=1", "ray.wait_for_nodes_s=30"]
     try:
         with open(tmp_path / "evaluate.log", "w") as log:
@@ -72,15 +76,22 @@ def test_a_node_lost_mid_run_costs_no_row(tmp_path):
         took = time.monotonic() - killed_at
         text = (tmp_path / "evaluate.log").read_text()
         assert rc == 0, text[-5000:]
+        assert "actors.generator.replicas=auto: 2" in text and "actors.prm.replicas=auto: 2" in text, text[-5000:]
     finally:
         c.stop()
     rows = read_rows(run_dir)
     assert len({r["problem_id"] for r in rows}) == len(rows) == PROBLEMS  # each problem once
     assert not [r["error"] for r in rows if r.get("error")]
-    gens = {n: a for n, a in read_metrics(run_dir)["actors"].items() if n.startswith("pcr-gen-")}
-    # the replica of the lost node does not answer; the survivor served the rest
-    assert len(gens) == 2 and sorted("error" in a for a in gens.values()) == [False, True], gens
-    assert all(a["calls"] > 0 for a in gens.values() if "error" not in a), gens
+    actors = read_metrics(run_dir)["actors"]
+    alive = {}
+    for prefix in ("pcr-gen-", "pcr-prm-"):
+        group = {n: a for n, a in actors.items() if n.startswith(prefix)}
+        # the replica of the lost node does not answer; the survivor served the rest
+        assert len(group) == 2 and sorted("error" in a for a in group.values()) == [False, True], actors
+        alive[prefix] = next(a for a in group.values() if "error" not in a)
+        assert alive[prefix]["calls"] > 0, actors
+    # the shares put one engine and one PRM on each GPU worker: the survivors share the surviving node
+    assert alive["pcr-gen-"]["node"] == alive["pcr-prm-"]["node"], actors
     # the rest of the run took a bounded wait for the lost replica (call_timeout_s per pinned worker), not hours
     assert took < 600, took
-    print(f"node lost after {landed} of {PROBLEMS} shards; the run ended {took:.0f} s later; actors: {gens}")
+    print(f"node lost after {landed} of {PROBLEMS} shards; the run ended {took:.0f} s later; actors: {actors}")

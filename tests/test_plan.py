@@ -19,10 +19,12 @@ from pcr_ray.pipeline.plan import (
     Pool,
     advice,
     check_cluster,
+    fit_auto,
     format_plan,
     launcher_nodes,
     main,
     place,
+    planned_replicas,
     pools,
     rayjob_nodes,
     show_plan,
@@ -104,6 +106,38 @@ def test_shipped_cluster_configs_read_as_shapes():
     assert launcher[0].gpus == 0 and sum(n.gpus for n in launcher) >= 2
 
 
+def test_auto_replicas_are_as_many_as_fit_beside_the_other_actors():
+    auto = _cfg("experiment=paper_table", "actors.generator.replicas=auto", "actors.prm.replicas=auto")
+    asked = pools(auto)
+    assert [p.replicas for p in asked if p.auto] == [1, 1]
+    # two one-GPU workers: an engine (0.88) on each, then a PRM (0.12) beside each
+    two = fit_auto(asked, SHAPES["two_nodes_one_gpu"])
+    assert planned_replicas(two) == {"generator": 2, "prm": 2} and place(two, SHAPES["two_nodes_one_gpu"]).fits
+    # eight GPUs on one node: eight engines; their CPUs (2 each) and the 32 search workers' (0.5) fit the 96 CPUs
+    eight = fit_auto(asked, SHAPES["one_node_eight_gpus"])
+    assert planned_replicas(eight) == {"generator": 8, "prm": 8}
+    # tensor-parallel engines of 2 whole GPUs: three on eight GPUs, the PRM's share taking a part of the fourth
+    # pair; none fits two 1-GPU nodes (one is planned, and that plan does not fit: the run waits or refuses)
+    tp = pools(_cfg("experiment=paper_table", "actors.generator.replicas=auto", "generator.tensor_parallel_size=2"))
+    assert planned_replicas(fit_auto(tp, SHAPES["one_node_eight_gpus"])) == {"generator": 3, "prm": 1}
+    one = fit_auto(tp, SHAPES["two_nodes_one_gpu"])
+    assert planned_replicas(one)["generator"] == 1 and not place(one, SHAPES["two_nodes_one_gpu"]).fits
+    # CPU actors count CPUs: what the search workers leave
+    cpu = fit_auto([Pool("prm:default", 1, 2.0, auto=True), Pool("search_workers", 4, 1.0)], (Node("n", 16, 0),))
+    assert planned_replicas(cpu) == {"prm": 6}
+    # a fixed count stays as asked
+    assert planned_replicas(fit_auto(pools(_cfg("experiment=paper_table")), SHAPES["one_node_eight_gpus"])) == {
+        "generator": 2, "prm": 1}
+
+
+def test_auto_needs_something_to_count_and_a_count_is_at_least_one():
+    with pytest.raises(ValueError, match="replicas=auto counts the replicas that fit"):
+        pools(_cfg("experiment=smoke", "actors.generator.placement=actor", "actors.generator.replicas=auto"))
+    for bad in ("0", "many"):
+        with pytest.raises(ValueError, match="actors.prm.replicas must be a count of at least 1 or auto"):
+            pools(_cfg("experiment=smoke", f"actors.prm.replicas={bad}"))
+
+
 def test_plan_command_prints_every_shape_and_exits_by_fit(capsys):
     assert main(["experiment=paper_table", "--shape", "two_nodes_one_gpu"]) == 0
     out = capsys.readouterr().out
@@ -114,6 +148,8 @@ def test_plan_command_prints_every_shape_and_exits_by_fit(capsys):
     assert main(["experiment=paper_table"]) == 1  # one_gpu does not fit
     out = capsys.readouterr().out
     assert all(f"== {s}" in out for s in SHAPES)
+    assert main(["experiment=paper_table", "actors.generator.replicas=auto", "--shape", "one_node_eight_gpus"]) == 0
+    assert "generator:default      8 (auto) x (2 CPU, 0.88 GPU" in capsys.readouterr().out
     assert main(["--shape", "nine_gpus"]) == 2
     assert main(["--help"]) == 0
 

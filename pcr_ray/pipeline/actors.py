@@ -103,7 +103,8 @@ class GeneratorActor:
         ident = getattr(self.gen, "identity", None)
         ident = ident() if callable(ident) else (ident or {})
         return {"identity": ident, "uses_feedback": self._uses_feedback, "pid": os.getpid(),
-                "calls": self.calls, "requests": self.requests, "seconds": self.seconds}
+                "node": ray.get_runtime_context().get_node_id(), "calls": self.calls, "requests": self.requests,
+                "seconds": self.seconds}
 
 
 @ray.remote
@@ -153,7 +154,8 @@ class VLLMEngineActor:
 
     def info(self) -> dict[str, Any]:
         return {"identity": dict(self.gen.identity), "uses_feedback": True, "pid": os.getpid(),
-                "calls": self.calls, "requests": self.requests, "in_flight": self.in_flight,
+                "node": ray.get_runtime_context().get_node_id(), "calls": self.calls, "requests": self.requests,
+                "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight,
                 "seconds": round(self.gen.stats.seconds, 4), "stats": self.gen.stats.to_dict()}
 
@@ -529,15 +531,23 @@ def prm_cache_stats(info: Mapping[str, Any]) -> dict[str, Any]:
     return {"hits": hits, "misses": misses, "hit_rate": round(hits / (hits + misses), 4) if hits + misses else 0.0}
 
 
-def actor_stats(refs: Sequence[ActorRef | None]) -> dict[str, Any]:
-    """info() of every remote actor behind these refs (calls, seconds), by name."""
+def actor_stats(refs: Sequence[ActorRef | None], timeout_s: float = 30.0) -> dict[str, Any]:
+    """info() of every remote actor behind these refs (calls, seconds), by name; asked of all at once, so the
+    replicas lost with a node cost one wait of at most `timeout_s` in all, each an error entry."""
     out: dict[str, Any] = {}
+    asked: dict[str, Any] = {}
     for ref in refs:
         if ref is None or ref.local_cfg is not None:
             continue
         for n in ref.names:
             try:
-                out[n] = ray.get(ray.get_actor(n, namespace=ref.namespace).info.remote(), timeout=30)
+                asked[n] = ray.get_actor(n, namespace=ref.namespace).info.remote()
             except Exception as exc:
                 out[n] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-    return out
+    deadline = time.monotonic() + timeout_s
+    for n, obj in asked.items():
+        try:
+            out[n] = ray.get(obj, timeout=max(0.0, deadline - time.monotonic()))
+        except Exception as exc:
+            out[n] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return dict(sorted(out.items()))

@@ -18,7 +18,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ class Pool:
     tp: int = 1
     gpu_memory: float = 0.0
     note: str = ""
+    auto: bool = False  # `replicas: auto`: as many as fit the nodes (fit_auto)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Placement:
     placed: list[tuple[str, int, str]] = field(default_factory=list)
     unplaced: list[tuple[Pool, int, str]] = field(default_factory=list)
     memory_over: list[str] = field(default_factory=list)
+    replicas: dict[str, int] = field(default_factory=dict)  # per `actors.<role>`: the replicas planned
 
     @property
     def fits(self) -> bool:
@@ -114,21 +116,65 @@ def pools(cfg: Mapping[str, Any]) -> list[Pool]:
             cpus = float(place["num_cpus"]) if not place["bundles"] else float(place["bundles"][0]["CPU"])
             on_gpu = gpus > 0 and str(g["device"]) != "cpu"  # a CPU engine may still reserve GPUs
             mem = float(g["gpu_memory_utilization"]) if on_gpu else 0.0
-            out.append(Pool(f"generator:{key}", int(a["replicas"]), cpus, gpus, tp, mem,
-                            f"vLLM engine, {g.get('model')}"))
+            out.append(Pool(f"generator:{key}", 1, cpus, gpus, tp, mem, f"vLLM engine, {g.get('model')}"))
         else:
-            out.append(Pool(f"generator:{key}", int(a["replicas"]), float(a["num_cpus"]), float(a["num_gpus"]),
+            out.append(Pool(f"generator:{key}", 1, float(a["num_cpus"]), float(a["num_gpus"]),
                             note=f"{kind} generator"))
+        out[-1] = _with_replicas(out[-1], a["replicas"], "generator")
     used_prms = sorted({s.prm for s in specs if s.uses_prm})
     for key in used_prms:
         a = actors["prm"]
         gpus = float(a["num_gpus"])
-        out.append(Pool(f"prm:{key}", int(a["replicas"]), float(a["num_cpus"]), gpus, 1, gpus,
-                        f"PRM scorer, {prms[key].get('backbone')}"))
+        out.append(_with_replicas(Pool(f"prm:{key}", 1, float(a["num_cpus"]), gpus, 1, gpus,
+                                       f"PRM scorer, {prms[key].get('backbone')}"), a["replicas"], "prm"))
     p = cfg["pipeline"]
     out.append(Pool("search_workers", int(p["num_search_workers"]), float(p["worker_num_cpus"]),
                     note="Ray Data actor pool: verifier, search, grading"))
     return out
+
+
+def _with_replicas(pool: Pool, value: Any, role: str) -> Pool:
+    """`pool` at `actors.<role>.replicas`: a count, or `auto` (one until fit_auto sizes it to the nodes)."""
+    if value == "auto":
+        if pool.gpus <= 0 and pool.cpus <= 0:
+            raise ValueError(f"actors.{role}.replicas=auto counts the replicas that fit the cluster's GPUs or CPUs; "
+                             f"set actors.{role}.num_gpus or num_cpus above 0, or a number of replicas")
+        return replace(pool, replicas=1, auto=True)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"actors.{role}.replicas must be a count of at least 1 or auto, not {value!r}")
+    return replace(pool, replicas=value)
+
+
+def fit_auto(pool_list: Sequence[Pool], nodes: Sequence[Node]) -> list[Pool]:
+    """The pools with each `auto` one at the most replicas that fit `nodes` beside the others: the generators'
+    first (one count for all of them), then the PRMs' in what is left; at least one (a plan that cannot place
+    one waits for nodes or refuses as any other)."""
+    out = list(pool_list)
+    for prefix in ("generator:", "prm:"):
+        idx = {i for i, p in enumerate(out) if p.auto and p.role.startswith(prefix)}
+        if not idx:
+            continue
+        best, most = 1, max(_most(out[i], nodes) for i in idx)
+        for n in range(2, most + 1):
+            if not place([replace(p, replicas=n) if i in idx else p for i, p in enumerate(out)], nodes).fits:
+                break
+            best = n
+        out = [replace(p, replicas=best) if i in idx else p for i, p in enumerate(out)]
+    return out
+
+
+def _most(pool: Pool, nodes: Sequence[Node]) -> int:
+    """An upper bound on the replicas of `pool` the nodes hold, each alone."""
+    if pool.gpus >= 1:
+        return sum(n.gpus // math.ceil(pool.gpus - EPS) for n in nodes)
+    if pool.gpus > 0:
+        return sum(n.gpus * math.floor(1 / pool.gpus + EPS) for n in nodes)
+    return int(sum(n.cpus for n in nodes) // pool.cpus)
+
+
+def planned_replicas(pool_list: Sequence[Pool]) -> dict[str, int]:
+    """The replicas of each `actors.<role>` (generator, prm) the plan starts, from its pools."""
+    return {p.role.split(":")[0]: p.replicas for p in pool_list if p.role.startswith(("generator:", "prm:"))}
 
 
 def place(pool_list: Sequence[Pool], nodes: Sequence[Node]) -> Placement:
@@ -230,7 +276,8 @@ def format_plan(pool_list: Sequence[Pool], nodes: Sequence[Node], placement: Pla
         where = landed.get(p.role, [])
         status = "fits" if len(where) == p.replicas else f"{p.replicas - len(where)} of {p.replicas} DO NOT FIT"
         spots = ", ".join(f"{w} x{where.count(w)}" if where.count(w) > 1 else w for w in dict.fromkeys(where))
-        lines.append(f"  {p.role:<22} {p.replicas} x ({ask})  {status}" + (f"  -> {spots}" if spots else "")
+        count = f"{p.replicas} (auto)" if p.auto else str(p.replicas)
+        lines.append(f"  {p.role:<22} {count} x ({ask})  {status}" + (f"  -> {spots}" if spots else "")
                      + (f"  [{p.note}]" if p.note else ""))
     first: dict[str, tuple[int, str]] = {}
     for pool, _, why in placement.unplaced:
@@ -264,13 +311,15 @@ def check_cluster(cfg: Mapping[str, Any], wait_s: float = 60.0, poll_s: float = 
     up to `wait_s`, with the whole plan asked of Ray's autoscaler (`request_resources`: `ray status -v` shows it,
     and an autoscaling cluster adds the nodes it needs), then PlanError with the plan and the advice. The request
     is withdrawn when the wait ends: from then on the actors' own demands hold the nodes."""
-    pool_list = pools(cfg)
+    asked = pools(cfg)
     deadline = time.monotonic() + float(wait_s)
     requested = False
     try:
         while True:
             nodes = cluster_nodes()
+            pool_list = fit_auto(asked, nodes)
             placement = place(pool_list, nodes)
+            placement.replicas = planned_replicas(pool_list)
             if placement.fits:
                 return placement
             if time.monotonic() >= deadline:
@@ -403,9 +452,10 @@ def show_plan(pool_list: Sequence[Pool], shape: str | None, address: str | None,
         shapes = {shape: SHAPES[shape]} if shape else dict(SHAPES)
     ok = True
     for name, nodes in shapes.items():
-        placement = place(pool_list, nodes)
+        sized = fit_auto(pool_list, nodes)
+        placement = place(sized, nodes)
         ok &= placement.fits
-        print(format_plan(pool_list, nodes, placement, title=f"== {name}"))
+        print(format_plan(sized, nodes, placement, title=f"== {name}"))
     if address:
         text, works = format_sandbox(probe_nodes(), sandbox)
         print(text)
