@@ -26,6 +26,12 @@ def report(durations: Path, start: float, now: float | None = None, top: int = 1
     lines.append(f"the {min(top, len(rows))} slowest tests and builds:")
     for r in sorted(rows, key=lambda r: -r["seconds"])[:top]:
         lines.append(f"  {r['seconds']:8.1f} s  {r['test']}")
+    cpu = [r for r in rows if "cpu_s" in r]
+    if cpu:  # what each test cost the machine: its process tree's CPU seconds, whatever ran beside it
+        lines.append(f"the {min(top, len(cpu))} tests that used the most CPU ({sum(r['cpu_s'] for r in cpu) / 60:.1f} "
+                     f"CPU-min in {len(cpu)} tests):")
+        for r in sorted(cpu, key=lambda r: -r["cpu_s"])[:top]:
+            lines.append(f"  {r['cpu_s']:8.1f} CPU-s  {r['test']}")
     return "\n".join(lines)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_cpu import tree_cpu_s
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -135,13 +137,33 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for m in order for item in by_module[m]]
 
 
-# `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) is appended there, and
-# tests/budget.py prints the whole run's wall time against its budget and the slowest tests of both suites.
+# `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) and the CPU seconds its process
+# tree used (the test process, its local Ray, its subprocesses: tests/process_cpu.py) are appended there, and
+# tests/budget.py prints the whole run's wall time against its budget and the costliest tests of both suites. Wall
+# time on a machine both suites keep busy says little of a test's cost; its CPU seconds add up to the run's.
 _DURATIONS: dict[str, float] = {}
+_CPU: dict[str, float] = {}
+_CPU_START = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if os.environ.get("PCR_RAY_DURATIONS"):
+        item.stash[_CPU_START] = tree_cpu_s(os.getpid())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown" and _CPU_START in item.stash:
+        outcome.get_result().user_properties.append(("cpu_s", tree_cpu_s(os.getpid()) - item.stash[_CPU_START]))
 
 
 def pytest_runtest_logreport(report):
     _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + float(report.duration)
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _CPU[report.nodeid] = float(value)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -157,4 +179,5 @@ def pytest_sessionfinish(session, exitstatus):
             session.config.cache.set(MODULE_SECONDS_KEY, {**known, **{m: round(t, 1) for m, t in ran.items()}})
         with open(out, "a", encoding="utf-8") as fh:
             for node, secs in _DURATIONS.items():
-                fh.write(json.dumps({"test": node, "seconds": round(secs, 2)}) + "\n")
+                cpu = {"cpu_s": round(_CPU[node], 2)} if node in _CPU else {}
+                fh.write(json.dumps({"test": node, "seconds": round(secs, 2), **cpu}) + "\n")

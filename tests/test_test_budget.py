@@ -40,6 +40,27 @@ def test_the_budget_report_names_the_overrun_and_the_slowest(tmp_path):
     assert "over the fresh-machine budget by 2.0 min" in text
     assert text.splitlines()[-3:] == ["      11.0 s  t11", "      10.0 s  t10", "       9.0 s  t9"]
     assert "over" not in budget.report(durations, start=0.0, now=60.0)
+    # the tests that used the most CPU, where recorded (warm-cache builds record wall time only)
+    durations.write_text(json.dumps({"test": "build", "seconds": 50.0}) + "\n" + "".join(
+        json.dumps({"test": f"t{i}", "seconds": 1.0, "cpu_s": 10.0 * i}) + "\n" for i in range(4)))
+    text = budget.report(durations, start=0.0, now=60.0, top=2)
+    assert "the 2 tests that used the most CPU (1.0 CPU-min in 4 tests):" in text
+    assert text.splitlines()[-2:] == ["      30.0 CPU-s  t3", "      20.0 CPU-s  t2"]
+
+
+def test_a_process_trees_cpu_counts_its_subprocesses():
+    """tree_cpu_s: a child busy for a while is counted in its parent's tree (while it runs and once reaped)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.process_cpu import tree_cpu_s
+
+    before = tree_cpu_s(os.getpid())
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    subprocess.run([sys.executable, "-c", busy], check=True)
+    assert tree_cpu_s(os.getpid()) - before >= 0.45
+    assert tree_cpu_s(2**22 + 1) == 0.0  # no such process
 
 
 
