@@ -685,11 +685,20 @@ def test_http_autoscaled_prm_scales_up_and_loses_nothing_to_a_killed_replica(ser
         states = serve.status().applications[app].deployments["PRMScorer"].replica_states
         return sum(n for state, n in states.items() if str(getattr(state, "value", state)) == "RUNNING")
 
-    def until(n: int, timeout_s: float = 120) -> bool:
+    def replica_names() -> set[str]:
+        return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["name"].startswith(f"SERVE_REPLICA::{app}#PRMScorer")}
+
+    def until(n: int, gone: str = "", timeout_s: float = 120) -> bool:
+        """`n` replicas running, `gone` not among them (a replica just killed is still counted running until the
+        controller notices)."""
+        def now() -> bool:
+            names = replica_names()
+            return running() == n and len(names) == n and gone not in names
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and running() != n:
+        while time.monotonic() < deadline and not now():
             time.sleep(0.5)
-        return running() == n
+        return now()
 
     threads = [threading.Thread(target=load) for _ in range(6)]
     try:
@@ -702,7 +711,7 @@ def test_http_autoscaled_prm_scales_up_and_loses_nothing_to_a_killed_replica(ser
         assert len(replicas) == 2, replicas
         before = len(statuses)
         ray.kill(ray.get_actor(replicas[0]["name"], namespace=replicas[0]["namespace"]), no_restart=True)
-        assert until(2), "Serve did not replace the killed replica"
+        assert until(2, gone=replicas[0]["name"]), "Serve did not replace the killed replica"
         time.sleep(2)  # requests keep flowing after the replacement
     finally:
         stop.set()
