@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.process_cpu import tree_cpu_s
+from tests.process_cpu import cpu_used, tree_cpu
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -138,25 +138,27 @@ def pytest_collection_modifyitems(config, items):
 
 
 # `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) and the CPU seconds its process
-# tree used (the test process, its local Ray, its subprocesses: tests/process_cpu.py) are appended there, and
+# tree used (the test process, its local Ray, its subprocesses: tests/process_cpu.py, a lower bound) are appended
+# there, and
 # tests/budget.py prints the whole run's wall time against its budget and the costliest tests of both suites. Wall
 # time on a machine both suites keep busy says little of a test's cost; its CPU seconds add up to the run's.
 _DURATIONS: dict[str, float] = {}
 _CPU: dict[str, float] = {}
-_CPU_START = pytest.StashKey[float]()
+_CPU_START = pytest.StashKey[dict]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     if os.environ.get("PCR_RAY_DURATIONS"):
-        item.stash[_CPU_START] = tree_cpu_s(os.getpid())
+        item.stash[_CPU_START] = tree_cpu(os.getpid())
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     if call.when == "teardown" and _CPU_START in item.stash:
-        outcome.get_result().user_properties.append(("cpu_s", tree_cpu_s(os.getpid()) - item.stash[_CPU_START]))
+        used = cpu_used(item.stash[_CPU_START], tree_cpu(os.getpid()))
+        outcome.get_result().user_properties.append(("cpu_s", used))
 
 
 def pytest_runtest_logreport(report):

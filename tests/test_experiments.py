@@ -119,7 +119,8 @@ def tiny_prms(tmp_path_factory) -> dict[str, Path]:
 
 
 # shorter searches than the experiments' own (the point is that each builds and runs, not what it finds)
-CHEAP_SEARCH = ("search.max_steps=3", "search.max_backtracks=0", "search.beam_width=2", "generator.max_per_op=64")
+CHEAP_SEARCH = ("search.max_steps=3", "search.max_backtracks=0", "search.beam_width=2", "generator.max_per_op=64",
+                "generator.cap=32")
 
 
 def run_points(experiment: str) -> list[list[str]]:

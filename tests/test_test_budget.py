@@ -49,19 +49,20 @@ def test_the_budget_report_names_the_overrun_and_the_slowest(tmp_path):
 
 
 def test_a_process_trees_cpu_counts_its_subprocesses():
-    """tree_cpu_s: a child busy for a while is counted in its parent's tree (while it runs and once reaped)."""
+    """cpu_used: a child busy for a while is counted in its parent's tree (once reaped, in the parent's); a process
+    gone from the tree never counts negatively."""
     import os
     import subprocess
     import sys
 
-    from tests.process_cpu import tree_cpu_s
+    from tests.process_cpu import cpu_used, tree_cpu
 
-    before = tree_cpu_s(os.getpid())
+    before = tree_cpu(os.getpid())
     busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
     subprocess.run([sys.executable, "-c", busy], check=True)
-    assert tree_cpu_s(os.getpid()) - before >= 0.45
-    assert tree_cpu_s(2**22 + 1) == 0.0  # no such process
-
+    assert cpu_used(before, tree_cpu(os.getpid())) >= 0.45
+    assert tree_cpu(2**22 + 1) == {}  # no such process
+    assert cpu_used({1: 5.0, 2: 9.0}, {1: 6.5, 3: 1.0}) == 2.5  # 2 ended unreaped: not counted, not subtracted
 
 
 def test_modules_are_handed_out_slowest_first():
