@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from pcr_ray.commands.hydra_app import hydra_command
 from pcr_ray.evaluate import evaluate, shutdown_ray
-from pcr_ray.pipeline.metrics import GIVENS_NOTES, error_table, markdown_table, template_split_table
+from pcr_ray.pipeline.metrics import error_table, givens_line, markdown_table, template_split_table
 from pcr_ray.pipeline.stats import paired_table
 
 
@@ -31,7 +31,7 @@ def run_demo(cfg: DictConfig) -> None:
     print()
     print(f"pcr_ray demo: {m['n_problems']} problems, {len(m['methods'])} methods, {time.time() - t0:.0f} s")
     print(f"grading: {m.get('grading', 'default')}")
-    print(f"givens: {GIVENS_NOTES.get(str(m.get('givens')), m.get('givens', '-'))}")
+    print(givens_line(m))
     print(markdown_table(m))
     if template_split_table(m):
         print("\nGenerated physics by template split (unseen: held-out templates no learned part trained on):")

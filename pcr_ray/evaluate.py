@@ -30,7 +30,7 @@ from pcr_ray.configs import to_plain as _plain
 from pcr_ray.data.selection import load_problems
 from pcr_ray.grading import check_grading_mode
 from pcr_ray.paths import runs_dir
-from pcr_ray.pipeline.metrics import GIVENS_NOTES, compute_metrics, error_table, markdown_table, template_split_table
+from pcr_ray.pipeline.metrics import compute_metrics, error_table, givens_line, markdown_table, template_split_table
 from pcr_ray.pipeline.node_sandbox import cpu_nodes, probe_nodes
 from pcr_ray.pipeline.plan import check_cluster
 from pcr_ray.pipeline.ray_runtime import init_ray, shutdown_ray
@@ -230,7 +230,7 @@ main = hydra_command("evaluate", "evaluate", run_and_summarize, USAGE, teardown=
 def _print_summary(out: Path) -> None:
     m = json.loads((out / "metrics.json").read_text())
     print(f"grading: {m.get('grading', 'default')}")
-    print(f"givens: {GIVENS_NOTES.get(str(m.get('givens')), m.get('givens', '-'))}")
+    print(givens_line(m))
     print(markdown_table(m))
     if template_split_table(m):
         print("\nGenerated physics by template split (unseen: held-out templates no learned part trained on):")

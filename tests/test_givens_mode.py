@@ -93,3 +93,36 @@ def test_a_problem_row_round_trips_through_the_work_item(problems):
     row = with_givens(json.loads(json.dumps(problems[0].to_dict())), "gold")
     assert row["givens_source"] == "gold" and not row["extract_error"]
     assert search_problem(row) == SearchProblem.from_problem(problems[0], givens="gold")
+
+
+def test_a_row_says_what_extraction_did_not_find_and_the_metrics_count_it(problems, tmp_path):
+    """extract_failed: '' when the text gave givens and an asked quantity; 'no givens' / 'no asked quantity' when
+    not (never under the oracle's gold givens); metrics and the CLI summary count the problems, once each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pcr_ray.pipeline.metrics import compute_metrics, givens_line
+    from pcr_ray.pipeline.records import base_record
+    from pcr_ray.pipeline.results import RESULT_SCHEMA, SHARDS, normalize_record, read_shards, shard_paths
+
+    full = with_givens(problems[0].to_dict(), "extract")
+    assert full["extract_failed"] == "" and json.loads(full["sp_givens"]) and full["sp_target_unit"]
+    bare = with_givens({**problems[0].to_dict(), "id": "bare", "text": "Tell me about the weather."}, "extract")
+    assert bare["extract_failed"] == "no givens; no asked quantity" and not bare["extract_error"]
+    no_target = with_givens({**problems[0].to_dict(), "id": "nt", "text": "A box weighs 5 kg. Describe it."}, "extract")
+    assert no_target["extract_failed"] == "no asked quantity", no_target["sp_target_unit"]
+    assert with_givens({**problems[0].to_dict(), "text": "Tell me about the weather."}, "gold")["extract_failed"] == ""
+    rows = [{**base_record({**r, "method": m}), "correct": False} for r in (full, bare, no_target)
+            for m in ("nsprm", "direct")]
+    assert [r["extract_failed"] for r in rows[::2]] == ["", "no givens; no asked quantity", "no asked quantity"]
+    m = compute_metrics(rows, extra={"givens": "extract"})
+    assert m["extraction"] == {"problems": 3, "failed": 2, "by_reason": {"no givens": 1, "no asked quantity": 2}}
+    assert m["methods"]["nsprm"]["extract_failed"] == 2
+    assert givens_line(m).endswith("extraction incomplete for 2 of 3 problems (no asked quantity in 2, no givens in 1)")
+    assert "incomplete" not in givens_line(compute_metrics(rows[:2], extra={"givens": "extract"}))
+    # a shard written before the column existed reads with it empty, not as a damaged shard
+    old = pa.Table.from_pylist([normalize_record(r) for r in rows], schema=RESULT_SCHEMA).drop_columns(
+        ["extract_failed"])
+    (tmp_path / SHARDS).mkdir()
+    pq.write_table(old, tmp_path / SHARDS / "part-00000.parquet")
+    assert shard_paths(tmp_path) and read_shards(tmp_path).column("extract_failed").to_pylist() == [""] * 6

@@ -47,9 +47,10 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------- stage 1: extract givens (CPU task)
 
 def extract_givens(batch: pd.DataFrame, givens_mode: str) -> pd.DataFrame:
-    """Adds sp_givens (JSON list), sp_target_unit, givens_source and extract_error to each row (with_givens)."""
+    """Adds sp_givens (JSON list), sp_target_unit, givens_source, extract_failed and extract_error to each row
+    (with_givens)."""
     if batch.empty:
-        return batch.assign(sp_givens=[], sp_target_unit=[], givens_source=[], extract_error=[])
+        return batch.assign(sp_givens=[], sp_target_unit=[], givens_source=[], extract_failed=[], extract_error=[])
     return pd.DataFrame([with_givens(row, givens_mode) for row in batch.to_dict("records")])
 
 

@@ -235,6 +235,7 @@ def method_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "answered": answered, "answer_rate": _rate(answered, n),
         "silent_failures": silent, "silent_failure_rate": _rate(silent, n),
         "pipeline_errors": sum(bool(r.get("error")) for r in rows),
+        "extract_failed": sum(bool(r.get("extract_failed")) for r in rows),
     }
     by_h: dict[str, Any] = {}
     for h in ("short", "long", "unknown"):
@@ -282,10 +283,36 @@ def compute_metrics(rows: Iterable[Mapping[str, Any]], methods: Sequence[str] | 
         "horizon_threshold": LONG_HORIZON,
         "methods": {m: method_metrics([r for r in rows if str(r.get("method")) == m]) for m in order},
         "paired": paired_comparisons(rows, order),  # every pair of methods on the problems both ran
+        "extraction": extraction_summary(rows),
     }
     if extra:
         result.update(extra)
     return result
+
+
+def extraction_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per problem (once, whatever the methods): how many the extractor read, and of them how many lacked each
+    thing it must find (rows' extract_failed: no givens, no asked quantity); none under oracle givens."""
+    by_problem = {r.get("problem_id"): str(r.get("extract_failed") or "") for r in rows
+                  if r.get("givens_source") not in ("gold", None, "")}
+    failed = Counter(why for text in by_problem.values() for why in text.split("; ") if why)
+    return {"problems": len(by_problem), "failed": sum(bool(t) for t in by_problem.values()), "by_reason": dict(failed)}
+
+
+def extraction_note(metrics: Mapping[str, Any]) -> str:
+    """'incomplete for K of N problems (no givens in a, ...)', or '' when extraction found every kind in each."""
+    ex = metrics.get("extraction") or {}
+    if not ex.get("failed"):
+        return ""
+    reasons = ", ".join(f"{why} in {n}" for why, n in sorted(ex["by_reason"].items()))
+    return f"incomplete for {ex['failed']} of {ex['problems']} problems ({reasons})"
+
+
+def givens_line(metrics: Mapping[str, Any]) -> str:
+    """'givens: <mode>' for the CLI summaries, with the problems whose extraction found nothing of a kind."""
+    note = extraction_note(metrics)
+    return (f"givens: {GIVENS_NOTES.get(str(metrics.get('givens')), metrics.get('givens', '-'))}"
+            + (f"; extraction {note}" if note else ""))
 
 
 def _pct(x: float | None) -> str:

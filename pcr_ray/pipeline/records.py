@@ -46,17 +46,29 @@ def problem_dict(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def with_givens(row: Mapping[str, Any], givens_mode: str) -> dict[str, Any]:
     """The work item with its givens extracted (`pipeline.givens`: extract, or gold: the oracle ablation):
-    sp_givens (JSON), sp_target_unit, givens_source and extract_error (empty, or why extraction failed; the row
-    is then recorded as an error, not searched)."""
+    sp_givens (JSON), sp_target_unit, givens_source, extract_failed (what extraction did not find:
+    extract_failures) and extract_error (empty, or why extraction raised; the row is then recorded as an error, not
+    searched)."""
     out = dict(row)
     try:
         sp = SearchProblem.from_problem(problem_dict(row), givens=givens_mode)
         out.update(sp_givens=givens_to_json(sp.givens), sp_target_unit=sp.target_unit,
-                   givens_source=sp.givens_source, extract_error="")
+                   givens_source=sp.givens_source, extract_failed="; ".join(extract_failures(sp)), extract_error="")
     except Exception as exc:
-        out.update(sp_givens="[]", sp_target_unit="", givens_source="",
+        out.update(sp_givens="[]", sp_target_unit="", givens_source="", extract_failed="",
                    extract_error=f"givens extraction failed: {type(exc).__name__}: {exc}"[:300])
     return out
+
+
+# what a problem's extraction can fail to find (results' extract_failed, metrics' `extraction`)
+NO_GIVENS, NO_TARGET = "no givens", "no asked quantity"
+
+
+def extract_failures(sp: SearchProblem) -> list[str]:
+    """What the extractor did not find in the problem's text (the oracle's gold givens: nothing to report)."""
+    if sp.givens_source == "gold":
+        return []
+    return [why for why, missing in ((NO_GIVENS, not sp.givens), (NO_TARGET, not sp.target_unit)) if missing]
 
 
 def search_problem(row: Mapping[str, Any]) -> SearchProblem:
@@ -88,6 +100,7 @@ def base_record(row: Mapping[str, Any]) -> dict[str, Any]:
         "gold_steps": gs, "horizon": horizon_of(gs), "template_split": template_split_of(gt),
         "gold_trace_json": gt or "",
         "givens_json": row.get("sp_givens") or "", "givens_source": row.get("givens_source") or "",
+        "extract_failed": row.get("extract_failed") or "",
         "target_unit": row.get("sp_target_unit") or "",
     }
 

@@ -17,6 +17,7 @@ from pcr_ray.pipeline.metrics import (
     ORACLE_GIVENS,
     TABLE_COLUMNS,
     TEMPLATE_SPLIT_COLUMNS,
+    extraction_note,
     method_label,
     oracle_givens,
     table_rows,
@@ -354,6 +355,8 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     info = {k: v for k, v in metrics.items() if k != "methods" and not isinstance(v, (dict, list))}
     if "givens" in info:
         info["givens"] = GIVENS_NOTES.get(str(info["givens"]), info["givens"])
+    if extraction_note(metrics):
+        info["extraction"] = extraction_note(metrics)
     info_html = " &middot; ".join(f"{html.escape(str(k))}: <b>{html.escape(str(v))}</b>" for k, v in info.items())
     err_types = [t for t in ERROR_TYPES if any(metrics["methods"][m]["error_types"].get(t) for m in methods)]
     err_rows = "".join(

@@ -57,6 +57,7 @@ RESULT_SCHEMA = pa.schema([
     ("trace_json", pa.string()),         # the final trace (JSON) or ''
     ("givens_json", pa.string()),        # the givens the search started from (JSON list)
     ("givens_source", pa.string()),      # where they came from: extract (the text) | gold (oracle givens)
+    ("extract_failed", pa.string()),     # what extraction did not find (EXTRACT_FAILURES, '; '-joined), '' if both
     ("step_verdicts", pa.string()),      # JSON list, one verdict string per step ('ok' or a diagnostic code)
     ("step_scores", pa.string()),        # JSON list, one PRM score (or null) per step
     ("n_steps", pa.int64()),
@@ -79,6 +80,8 @@ _DEFAULTS: dict[pa.DataType, Any] = {
     pa.string(): "", pa.bool_(): False, pa.int64(): 0, pa.float64(): None,
 }
 _NULLABLE = {"gold_value", "answer_value", "gold_steps", "time_s", "written_at"}
+# columns added to the schema since runs were first written: a shard without one reads with its default
+ADDED_COLUMNS = ("extract_failed",)
 
 
 def _coerce(name: str, typ: pa.DataType, value: Any) -> Any:
@@ -161,6 +164,15 @@ def shard_paths(run_dir: str | Path) -> list[Path]:
     return sorted(d.glob("part-*.parquet")) if d.is_dir() else []
 
 
+def _with_added_columns(table: pa.Table) -> pa.Table:
+    """A shard written before ADDED_COLUMNS were in the schema, with each at its default."""
+    for name in ADDED_COLUMNS:
+        if name not in table.column_names:
+            typ = RESULT_SCHEMA.field(name).type
+            table = table.append_column(name, pa.array([_DEFAULTS.get(typ)] * len(table), typ))
+    return table
+
+
 def read_shards(run_dir: str | Path, *, set_aside: bool = False) -> pa.Table:
     """Every row of every shard (duplicates included), in write order; an empty table when none.
 
@@ -170,7 +182,7 @@ def read_shards(run_dir: str | Path, *, set_aside: bool = False) -> pa.Table:
     tables = []
     for p in shard_paths(run_dir):
         try:
-            tables.append(pq.read_table(p).select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA))
+            tables.append(_with_added_columns(pq.read_table(p)).select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA))
         except Exception as exc:  # any damage (ArrowInvalid, OSError, KeyError: missing columns) skips the shard
             why = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
             if set_aside:
