@@ -139,9 +139,8 @@ def pytest_collection_modifyitems(config, items):
 
 # `make test` sets PCR_RAY_DURATIONS: each test's time (setup + call + teardown) and the CPU seconds its process
 # tree used (the test process, its local Ray, its subprocesses: tests/process_cpu.py, a lower bound) are appended
-# there, and
-# tests/budget.py prints the whole run's wall time against its budget and the costliest tests of both suites. Wall
-# time on a machine both suites keep busy says little of a test's cost; its CPU seconds add up to the run's.
+# there, and tests/budget.py prints the whole run's wall time against its budget and the costliest tests of both
+# suites. Wall time on a machine both suites keep busy says little of a test's cost; its CPU seconds add up.
 _DURATIONS: dict[str, float] = {}
 _CPU: dict[str, float] = {}
 _CPU_START = pytest.StashKey[dict]()

@@ -273,7 +273,7 @@ def test_engine_killed_mid_batch_is_restarted_and_the_batch_retried(engine) -> N
         time.sleep(0.1)  # the batch is in the engine's hands
     for pid in pids:
         psutil.Process(pid).kill()
-    outs = ray.get(pending, timeout=600)  # a new engine starts in 20 s idle, ~4 min on a loaded 2-core box
+    outs = ray.get(pending, timeout=600)  # a new engine answers in 40-50 s idle, minutes on a loaded 2-core box
     assert [len(o) for o in outs] == [2, 2]
     info = ray.get(actor.info.remote())
     assert info["stats"]["engine_restarts"] == before["engine_restarts"] + 1

@@ -355,8 +355,8 @@ def render_report(metrics: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
     info = {k: v for k, v in metrics.items() if k != "methods" and not isinstance(v, (dict, list))}
     if "givens" in info:
         info["givens"] = GIVENS_NOTES.get(str(info["givens"]), info["givens"])
-    if extraction_note(metrics):
-        info["extraction"] = extraction_note(metrics)
+    if note := extraction_note(metrics):
+        info["extraction"] = note
     info_html = " &middot; ".join(f"{html.escape(str(k))}: <b>{html.escape(str(v))}</b>" for k, v in info.items())
     err_types = [t for t in ERROR_TYPES if any(metrics["methods"][m]["error_types"].get(t) for m in methods)]
     err_rows = "".join(

@@ -57,7 +57,7 @@ RESULT_SCHEMA = pa.schema([
     ("trace_json", pa.string()),         # the final trace (JSON) or ''
     ("givens_json", pa.string()),        # the givens the search started from (JSON list)
     ("givens_source", pa.string()),      # where they came from: extract (the text) | gold (oracle givens)
-    ("extract_failed", pa.string()),     # what extraction did not find (EXTRACT_FAILURES, '; '-joined), '' if both
+    ("extract_failed", pa.string()),     # what extraction did not find (records.extract_failures, '; '-joined)
     ("step_verdicts", pa.string()),      # JSON list, one verdict string per step ('ok' or a diagnostic code)
     ("step_scores", pa.string()),        # JSON list, one PRM score (or null) per step
     ("n_steps", pa.int64()),
