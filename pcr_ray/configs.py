@@ -135,6 +135,18 @@ class EvaluateRayConfig(RayConfig):
 
 
 @dataclass
+class PRMServerConfig:
+    """prm=openai_reward: a process reward model behind a server's pooling endpoint (vLLM's `/pooling`;
+    pcr_ray/prm/served.py), through the `openai` client (extra `openai`)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"  # the server's /v1 root; /pooling is beside it
+    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the API key (unset: a local server's none)
+    concurrency: int = 8  # requests in flight at once, per scorer (one request per pair)
+    timeout_s: float = 60.0  # per HTTP request
+    max_retries: int = 4  # on 408/409/429/5xx and connection errors, with exponential backoff (the client's)
+
+
+@dataclass
 class PRMConfig:
     """A PRM (conf/prm/): these defaults are the local one, all-MiniLM-L6-v2 as a cross-encoder (conf/prm/minilm).
 
@@ -178,9 +190,11 @@ class PRMConfig:
     attention: str = "shared_context"
     candidate_length: int = 40  # shared_context: tokens a candidate keeps; the context keeps max_length - this
     # cross_encoder: this project's PRMs (trained here) | causal_lm: an off-the-shelf PRM that scores at a step
-    # separator (prm=qwen_math_prm_7b, prm=math_shepherd; pcr_ray/prm/causal_lm.py)
+    # separator (prm=qwen_math_prm_7b, prm=math_shepherd; pcr_ray/prm/causal_lm.py) | openai_reward: such a PRM
+    # behind a server's pooling endpoint (prm=openai_reward; pcr_ray/prm/served.py), `checkpoint` its served name
     family: str = "cross_encoder"
-    convention: Optional[str] = None  # causal_lm only: qwen_prm | math_shepherd
+    convention: Optional[str] = None  # causal_lm: qwen_prm | math_shepherd; openai_reward: qwen_prm
+    server: PRMServerConfig = _factory(PRMServerConfig)  # openai_reward only
 
 
 @dataclass

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from pcr_ray.prm.base import sigmoid
 from pcr_ray.prm.model import (
     CheckpointError,
     PRMMeta,
@@ -19,7 +20,7 @@ from pcr_ray.prm.model import (
     resolve_backbone,
     save_checkpoint,
 )
-from pcr_ray.prm.scorer import PRMScorer, sigmoid
+from pcr_ray.prm.scorer import PRMScorer
 from pcr_ray.prm.train_loop import TrainConfig, pair_loss
 
 PAIRS = [

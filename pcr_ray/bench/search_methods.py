@@ -47,6 +47,7 @@ from pcr_ray.generators.enumerate import EnumeratorGenerator
 from pcr_ray.grading import grade_problem
 from pcr_ray.pipeline.metrics import ORACLE_GIVENS
 from pcr_ray.prm.checkpoints import ensure_checkpoint
+from pcr_ray.prm.ensemble import PRMEnsemble
 from pcr_ray.search import SearchConfig, SearchProblem, run_search
 from pcr_ray.search.gold_oracle import GoldPathScorer, GoldRankProbe
 
@@ -163,7 +164,6 @@ def main(argv: list[str] | None = None, results_dir: Path | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the PRM backbones load from the local cache
 
-    from pcr_ray.prm.ensemble import PRMEnsemble  # heavy: torch
     from pcr_ray.prm.scorer import PRMScorer  # heavy: torch
 
     def load(path: Any) -> Any:

@@ -4,19 +4,17 @@ Through the `openai` client package (extra `openai`). The prompts and JSON schem
 (`build_call`); JSON modes ask for structured output in the form the server takes (`structured`): OpenAI's
 `response_format={"type": "json_schema", ...}` (OpenAI, vLLM, SGLang) or `{"type": "json_object", "schema": ...}`
 (llama.cpp's server). k samples per request are k seeded requests (any server; each sample reproducible), or one
-request with n = k (`n_per_request`). Up to `concurrency` HTTP requests run at once. The client retries 408, 409,
-429, 5xx and connection errors with exponential backoff (`max_retries`) within `timeout_s` per request; what still
-fails raises ServerError naming the server, the status and its message, which the pipeline turns into that
-problem's error row while the batch goes on. An output cut at max_tokens or not matching its schema is returned as
-it is and the search rejects it as malformed, like any bad candidate (truncations are counted in stats).
+request with n = k (`n_per_request`). Up to `concurrency` HTTP requests run at once, retried by the client
+(pcr_ray.openai_client); what still fails raises ServerError naming the server, the status and its message, which
+the pipeline turns into that problem's error row while the batch goes on. An output cut at max_tokens or not
+matching its schema is returned as it is and the search rejects it as malformed, like any bad candidate
+(truncations are counted in stats).
 
 The API key comes from the environment variable `api_key_env`; it is never in a config, an identity or a log.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,16 +25,12 @@ from pcr_ray.configs import OpenAIGeneratorConfig
 from pcr_ray.generators.base import GENERATORS, GeneratorStats, ProposalRequest
 from pcr_ray.generators.llm_common import LLMCall, build_call, clean_output
 from pcr_ray.generators.prompts import PROMPTS, Message
+from pcr_ray.openai_client import ServerClient, ServerError
 
 DEFAULTS = OpenAIGeneratorConfig  # the defaults of every option: the schema of its kind states them
 APIS = ("chat", "completions")
 STRUCTURED = ("json_schema", "json_object", "none")
-NO_KEY = "none"  # what a local server gets when api_key_env is unset (the client needs some key)
-
-
-class ServerError(RuntimeError):
-    """A request the server did not answer after the client's retries: the server, the status and its message."""
-
+__all__ = ["OpenAIServerGenerator", "ServerError"]
 
 def response_format(schema: Mapping[str, Any] | None, structured: str) -> dict[str, Any] | None:
     """The `response_format` of a request whose output must match `schema`, in the form the server takes."""
@@ -79,14 +73,13 @@ class OpenAIServerGenerator:
         if concurrency < 1:
             raise ValueError(f"openai generator: concurrency must be >= 1, got {concurrency}")
         self.base_url, self.api, self.structured, self.n_per_request = base_url, api, structured, n_per_request
-        self.api_key_env = api_key_env
         self.temperature, self.top_p, self.seed, self.stop = temperature, top_p, seed, list(stop)
         self.max_tokens, self.max_tokens_free = max_tokens, max_tokens_free
         self.schema_level, self.max_ops, self.prompt = schema_level, max_ops, prompt
-        self.concurrency, self.timeout_s, self.max_retries = concurrency, timeout_s, max_retries
+        self.concurrency = concurrency
+        self.server = ServerClient(base_url, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries,
+                                   extra="generator=openai")
         self._model = model
-        self._client: Any = None
-        self._lock = threading.Lock()
         self.stats = GeneratorStats()
         self.stats.extra.update({"prompt_tokens": 0, "output_tokens": 0, "truncated": 0, "http_requests": 0})
 
@@ -109,43 +102,15 @@ class OpenAIServerGenerator:
 
     @property
     def client(self) -> Any:
-        """The `openai.OpenAI` client (built on first use; the key read from the environment then)."""
-        with self._lock:
-            if self._client is None:
-                try:
-                    import openai  # extra `openai`; 1 s to import
-                except ImportError as exc:
-                    raise ImportError("generator=openai needs the `openai` package: pip install 'pcr_ray[openai]'"
-                                      ) from exc
-                self._client = openai.OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env) or NO_KEY,
-                                             timeout=self.timeout_s, max_retries=self.max_retries)
-            return self._client
+        """The `openai.OpenAI` client (pcr_ray.openai_client.ServerClient)."""
+        return self.server.client
 
     @property
     def model(self) -> str:
         """The served model's name: the configured one, else the first the server lists."""
         if not self._model:
-            listed = self._call(lambda: self.client.models.list().data)
-            if not listed:
-                raise ServerError(f"{self.base_url}: the server lists no model (GET /models); set generator.model")
-            self._model = str(listed[0].id)
+            self._model = self.server.first_model()
         return self._model
-
-    def _call(self, fn: Any) -> Any:
-        """fn() with the client's errors (after its retries) as ServerError naming the server and its message."""
-        import openai  # extra `openai`; 1 s to import
-
-        try:
-            return fn()
-        except openai.APIStatusError as exc:
-            raise ServerError(f"{self.base_url}: HTTP {exc.status_code} after {self.max_retries} retries: "
-                              f"{_message(exc)}") from None
-        except openai.APITimeoutError:
-            raise ServerError(f"{self.base_url}: no answer within timeout_s={self.timeout_s:g} s "
-                              f"(after {self.max_retries} retries)") from None
-        except openai.APIConnectionError as exc:
-            raise ServerError(f"{self.base_url}: cannot connect ({exc.__cause__ or exc}) after "
-                              f"{self.max_retries} retries") from None
 
     # -- one HTTP request ------------------------------------------------------------------------------------
 
@@ -160,12 +125,12 @@ class OpenAIServerGenerator:
         if self.api == "chat":
             if fmt is not None:
                 kw["response_format"] = fmt
-            r = self._call(lambda: self.client.chat.completions.create(messages=call.messages, **kw))
+            r = self.server.call(lambda: self.client.chat.completions.create(messages=call.messages, **kw))
             texts = [c.message.content or "" for c in r.choices]
         else:
             if fmt is not None:  # not in OpenAI's completions API: vLLM reads it as an extra field
                 kw["extra_body"] = {"response_format": fmt}
-            r = self._call(lambda: self.client.completions.create(prompt=completion_prompt(call.messages), **kw))
+            r = self.server.call(lambda: self.client.completions.create(prompt=completion_prompt(call.messages), **kw))
             texts = [c.text or "" for c in r.choices]
         if len(texts) != n:
             raise ServerError(f"{self.base_url}: asked for {n} outputs, got {len(texts)}")
@@ -217,14 +182,3 @@ class OpenAIServerGenerator:
         extra["http_requests"] += len(jobs)
         return out, usage
 
-
-def _message(exc: Any) -> str:
-    """The server's own error message of an APIStatusError (its JSON `error.message`, else the body as text)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        err = body.get("error", body)
-        if isinstance(err, Mapping) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return str(getattr(exc, "message", "") or exc)

@@ -21,7 +21,7 @@ from pcr_ray.configs import checked_dict
 from pcr_ray.generators.model_folder import resolve_model
 from pcr_ray.paths import is_uri
 from pcr_ray.pipeline.search_batch import parse_methods
-from pcr_ray.prm.build import QUICK, checkpoint_path
+from pcr_ray.prm.build import QUICK, SERVED_FAMILY, checkpoint_path
 
 # what a hub download skips: other frameworks' and formats' copies of the weights (vLLM and transformers read
 # safetensors, or .bin where a model has nothing else)
@@ -43,7 +43,7 @@ class Fetched:
 
 def run_models(cfg: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any] | None]]:
     """(role, location, PRM config or None) of every model the run's methods load: the generators with weights
-    (their `model`), then the PRMs (their `checkpoint`)."""
+    (their `model`), then the PRMs (their `checkpoint`; a PRM behind a server loads nothing here)."""
     specs = parse_methods(list(cfg["methods"]), cfg.get("method_generators") or {},
                           cfg.get("method_overrides") or {}, cfg.get("method_prms") or {})
     gens = {"default": cfg["generator"], **(cfg.get("generators") or {})}
@@ -60,7 +60,8 @@ def run_models(cfg: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]
         p = prms.get(key)
         if p is None:
             raise ValueError(f"methods use PRM {key!r}, not configured in `prms` (have {sorted(prms)})")
-        out.append((f"prm:{key}", str(p.get("checkpoint") or ""), p))
+        if p.get("family") != SERVED_FAMILY:  # a served PRM is the server's to load
+            out.append((f"prm:{key}", str(p.get("checkpoint") or ""), p))
     return out
 
 

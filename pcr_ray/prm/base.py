@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -17,3 +18,11 @@ class StepScorer(Protocol):
     """Scores (context, step) text pairs: r in [0, 1], higher = more likely a correct step."""
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]: ...
+
+
+def sigmoid(x: float) -> float:
+    """Numerically safe logistic function."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)

@@ -15,12 +15,14 @@ from typing import Any, Protocol
 from pcr_ray.paths import is_uri, local_path
 from pcr_ray.prm import checkpoints
 from pcr_ray.prm.base import META_FILE, StepScorer
+from pcr_ray.prm.served import ServedPRM
 from pcr_ray.registry import Registry
 
 QUICK = "quick"
 # the prm config keys that shape a scorer (the rest are training's)
 SCORER_KEYS = ("device", "runtime", "int8", "bf16", "max_batch", "cache_size")
 DEFAULT_FAMILY = "cross_encoder"
+SERVED_FAMILY = "openai_reward"  # a PRM behind a server: nothing to load or fetch, `checkpoint` is its served name
 
 
 class ScorerBuilder(Protocol):
@@ -51,6 +53,8 @@ def checkpoint_path(prm_cfg: Mapping[str, Any], *, train: bool = True) -> Path |
     """The checkpoint folder `prm_cfg` names; `quick` trains the quick PRM when missing unless train=False. An
     off-the-shelf causal-LM PRM's checkpoint is its model: a hub name, a folder or a URI, as given."""
     ck = prm_cfg.get("checkpoint")
+    if prm_cfg.get("family") == SERVED_FAMILY:
+        return "" if ck in (None, QUICK) else str(ck)
     if prm_cfg.get("family") == "causal_lm":
         if not ck:
             raise MissingCheckpointError("a causal_lm PRM names its model in prm.checkpoint (a hub name or folder)")
@@ -110,6 +114,15 @@ def build_causal_lm(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = 
                and v is not None})
     return CausalLMPRM.from_pretrained(model, str(prm_cfg.get("convention")), device=str(prm_cfg.get("device",
                                        "cpu")), dtype="auto", **kw)
+
+
+@SCORERS.register(SERVED_FAMILY)
+def build_served(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None, **overrides: Any) -> StepScorer:
+    """A PRM behind a server's pooling endpoint (pcr_ray.prm.served); its checkpoint is the served model's name."""
+    model = str(checkpoint or checkpoint_path(prm_cfg))
+    kw = {k: v for k, v in {"cache_size": prm_cfg.get("cache_size"), **overrides}.items()
+          if k == "cache_size" and v is not None}
+    return ServedPRM.from_config(prm_cfg, model, **kw)
 
 
 def build_scorer(prm_cfg: Mapping[str, Any], checkpoint: str | Path | None = None, **overrides: Any) -> StepScorer:

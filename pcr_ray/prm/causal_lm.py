@@ -16,7 +16,6 @@ probability, as for PRMScorer; identity, a score cache and the same error messag
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +24,11 @@ from typing import Any
 
 import torch
 
+from pcr_ray.prm.base import sigmoid
 from pcr_ray.prm.score_cache import ScoreCache
+from pcr_ray.prm.step_text import chat_messages, natural_step, split_context
+
+__all__ = ["CONVENTIONS", "CausalLMPRM", "Convention", "chat_messages", "natural_step", "split_context"]
 
 
 @dataclass(frozen=True)
@@ -42,23 +45,6 @@ CONVENTIONS: dict[str, Convention] = {
     "qwen_prm": Convention(separator="<extra_0>", chat=True),
     "math_shepherd": Convention(separator="ки", good="+", bad="-"),
 }
-SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
-
-
-def split_context(context: str) -> tuple[str, list[str]]:
-    """(question with its givens, the prefix's steps) of a rendered context (pcr_ray.core.render.render_context)."""
-    parts = [p.strip() for p in context.split(" | ")]
-    question = [p for p in parts if not p.startswith("steps: ")]
-    steps = next((p[len("steps: "):] for p in parts if p.startswith("steps: ")), "")
-    return " Givens: ".join(question).replace("Givens: givens: ", "Givens: "), [s for s in steps.split("; ") if s]
-
-
-def natural_step(step: str) -> str:
-    """A DSL step as a sentence: `d = kin_displacement(v0=v0, a=a, t=t) = 25 [m]` -> `Compute d = ... = 25 m.`"""
-    text = step.strip().replace(" [", " ").replace("]", "")
-    return f"Compute {text}." if not text.startswith("answer") else f"The {text}."
-
-
 class CausalLMPRM:
     """A causal-LM PRM scoring (context, step) pairs at the candidate's separator: score() in [0, 1]."""
 
@@ -122,16 +108,13 @@ class CausalLMPRM:
 
     def text(self, context: str, step: str) -> str:
         """The model's input for one pair: the question, then each step followed by the separator."""
-        question, prefix = split_context(context)
-        steps = [natural_step(s) for s in [*prefix, step]]
         if self.conv.chat:
-            body = "".join(f"{s}{self.conv.separator}" for s in steps)
-            msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question},
-                    {"role": "assistant", "content": body}]
+            msgs = chat_messages(context, step, self.conv.separator)
             if getattr(self.tokenizer, "chat_template", None):
                 return str(self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False))
-            return f"{SYSTEM}\n{question}\n{body}"
-        return question + " " + " ".join(f"{s} {self.conv.separator}" for s in steps)
+            return "\n".join(m["content"] for m in msgs)
+        question, prefix = split_context(context)
+        return question + " " + " ".join(f"{natural_step(s)} {self.conv.separator}" for s in [*prefix, step])
 
     def separator_positions(self, input_ids: torch.Tensor) -> list[int]:
         """The position of the last separator in each row (the candidate's); ValueError when a row has none."""
@@ -190,5 +173,4 @@ class CausalLMPRM:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(the step is right) in [0, 1] for each (context, step)."""
-        return [1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-                for x in self.logits(pairs)]
+        return [sigmoid(x) for x in self.logits(pairs)]

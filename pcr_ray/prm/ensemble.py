@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pcr_ray.prm.scorer import sigmoid
+from pcr_ray.prm.base import sigmoid
 
 
 class PRMEnsemble:

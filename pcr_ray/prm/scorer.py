@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ import torch
 
 from pcr_ray.core.render import RENDER_VERSION
 from pcr_ray.prm import kernels
-from pcr_ray.prm.base import META_FILE
+from pcr_ray.prm.base import META_FILE, sigmoid
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
 from pcr_ray.prm.model import PRMModel, encode_pairs, load_checkpoint, load_tokenizer, model_inputs, read_meta
@@ -256,10 +255,3 @@ def _row_quantized(model: torch.nn.Module) -> bool:
     return any(isinstance(m, RowInt8Linear) for m in mods) and not any(
         type(m).__module__.startswith("torch.ao.nn.quantized") for m in mods)
 
-
-def sigmoid(x: float) -> float:
-    """Numerically safe logistic function."""
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)

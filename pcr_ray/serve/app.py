@@ -24,7 +24,7 @@ from pcr_ray import __version__, configs
 from pcr_ray.core.render import render_candidate, render_context, step_with_value
 from pcr_ray.core.trace import parse_trace
 from pcr_ray.core.verifier import CODES, VerifierState, check_step, make_diagnostic, verify, verify_step
-from pcr_ray.prm.build import QUICK
+from pcr_ray.prm.build import QUICK, SERVED_FAMILY
 from pcr_ray.prm.checkpoints import default_checkpoint_dir, find_checkpoint
 from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.serve.auth import ApiKeyAuth, ApiKeyMiddleware
@@ -110,6 +110,9 @@ def resolve_checkpoint(settings: ServeSettings) -> Path | str | None:
     """
     if not settings.prm_enabled:
         return None
+    if settings.family == SERVED_FAMILY:
+        raise ValueError("prm=openai_reward is a PRM another server already serves: score through that server, "
+                         "or serve a PRM this service loads (prm=minilm, prm=qwen_math_prm_7b)")
     if settings.family == "causal_lm":
         if not settings.checkpoint or settings.checkpoint == QUICK:
             raise ValueError("a causal_lm PRM is served by name: checkpoint=MODEL (a hub name or a folder)")
