@@ -5,14 +5,10 @@ for the failures a model server can return (a 500, no answer)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jsonschema
 import pytest
@@ -21,15 +17,10 @@ from pcr_ray.core.trace import Given
 from pcr_ray.generators.base import ProposalRequest, build_generator
 from pcr_ray.generators.llm_common import build_call
 from pcr_ray.generators.openai_server import OpenAIServerGenerator, ServerError
+from tests.http_util import JSONHandler, free_port, serve, wait_for_models
 
 CAR = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
 CAR_GIVENS = (Given("v0", 0, "m/s", "from rest"), Given("a", 2, "m/s^2", "acceleration"), Given("t", 5, "s", "time"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -49,19 +40,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
                             stdout=log_fh, stderr=subprocess.STDOUT, env={"OMP_WAIT_POLICY": "PASSIVE", **_env()})
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp's server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama.cpp's server did not answer /v1/models within 120 s")
-            time.sleep(0.3)
+        wait_for_models(url, proc, log, 120, "llama.cpp's server")
         yield url
     finally:
         proc.terminate()
@@ -142,45 +121,28 @@ def test_nsprm_and_direct_through_the_server(llama_server) -> None:
     assert gen.stats.extra["output_tokens"] > 0 and gen.stats.calls >= 2
 
 
-class FailingServer(BaseHTTPRequestHandler):
+class FailingServer(JSONHandler):
     """What an overloaded or stuck model server does: GET /models lists one model; POSTs return 500 or hang."""
 
     hits: list[str] = []
     mode = "500"
 
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _json(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
-        self._json(200, {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
+        self.reply(200, {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.body()
         FailingServer.hits.append(self.path)
         if FailingServer.mode == "hang":
             time.sleep(2.0)
-        self._json(500, {"error": {"message": "engine overloaded: KV cache full", "type": "server_error"}})
+        self.reply(500, {"error": {"message": "engine overloaded: KV cache full", "type": "server_error"}})
 
 
 @pytest.fixture
 def failing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FailingServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     FailingServer.hits, FailingServer.mode = [], "500"
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(FailingServer) as url:
+        yield url
 
 
 def test_a_server_error_is_retried_then_raised_with_the_servers_message(failing_server) -> None:

@@ -5,64 +5,46 @@ by a real vLLM server in tests/test_vllm_served_prm.py."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pcr_ray.openai_client import ServerError
 from pcr_ray.prm.build import build_scorer, checkpoint_path
+from tests.http_util import JSONHandler, serve
 
 CTX = "A car starts from rest at 2 m/s^2 for 5 s. How far does it go? | givens: v0=0 m/s; a=2 m/s^2; t=5 s"
 STEP = "d = kin_displacement(v0=v0, a=a, t=t) = 25 [m]"
 
 
-class PoolingServer(BaseHTTPRequestHandler):
+class PoolingServer(JSONHandler):
     """GET /v1/models lists one model; POST /pooling answers as `mode` says."""
 
     hits: list[str] = []
     bodies: list[dict] = []
     mode = "500"
 
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _json(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
-        self._json(200, {"object": "list", "data": [{"id": "prm", "object": "model", "owned_by": "test"}]})
+        self.reply(200, {"object": "list", "data": [{"id": "prm", "object": "model", "owned_by": "test"}]})
 
     def do_POST(self) -> None:
-        PoolingServer.bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+        PoolingServer.bodies.append(json.loads(self.body()))
         PoolingServer.hits.append(self.path)
         if PoolingServer.mode == "hang":
             time.sleep(2.0)
         if PoolingServer.mode == "no_tags":  # a server whose step_tag_id is not the convention's separator
-            self._json(200, {"object": "list", "model": "prm", "data": [{"index": 0, "object": "pooling",
-                                                                          "data": []}], "usage": {"prompt_tokens": 9}})
+            self.reply(200, {"object": "list", "model": "prm", "data": [{"index": 0, "object": "pooling", "data": []}],
+                             "usage": {"prompt_tokens": 9}})
             return
-        self._json(500, {"error": {"message": "engine overloaded: KV cache full", "type": "server_error"}})
+        self.reply(500, {"error": {"message": "engine overloaded: KV cache full", "type": "server_error"}})
 
 
 @pytest.fixture
 def pooling_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), PoolingServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     PoolingServer.hits, PoolingServer.bodies, PoolingServer.mode = [], [], "500"
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(PoolingServer) as url:
+        yield url
 
 
 def served_cfg(url: str = "http://127.0.0.1:9/v1", **server: object) -> dict:

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +22,7 @@ pytest.importorskip("vllm")
 from pcr_ray.openai_client import ServerError  # noqa: E402
 from pcr_ray.prm.build import build_scorer  # noqa: E402
 from pcr_ray.prm.step_text import chat_messages  # noqa: E402
+from tests.http_util import free_port, wait_for_models  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -67,19 +65,13 @@ def prm_folder(tmp_path_factory) -> Path:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(prm_folder, tmp_path_factory) -> Iterator[tuple[str, subprocess.Popen]]:
     """vLLM's OpenAI-compatible server over the folder, pooling runner, step tag `<extra_0>`; its /v1 URL."""
     from transformers import AutoTokenizer
 
     tag = AutoTokenizer.from_pretrained(str(prm_folder)).convert_tokens_to_ids(SEP)
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("vllm_serve") / "server.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
     with log.open("wb") as fh:  # its start-up output is large: a pipe nobody reads would block it
@@ -90,19 +82,7 @@ def server(prm_folder, tmp_path_factory) -> Iterator[tuple[str, subprocess.Popen
              "--port", str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 600
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"vLLM's server exited ({proc.returncode}): {log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vLLM's server not up in 600 s: {log.read_text()[-3000:]}")
-            time.sleep(1)
+        wait_for_models(url, proc, log, 600, "vLLM's server")
         yield url, proc
     finally:
         stop(proc)
