@@ -56,7 +56,8 @@ from pcr_ray.pipeline.search_batch import (
 from pcr_ray.prm.build import build_scorer, checkpoint_path
 from pcr_ray.sft.corpus import build_corpus
 from pcr_ray.sft.measure import step_validity
-from pcr_ray.sft.train import SFTRecipe, run_sft
+from pcr_ray.sft.train import SFTRecipe
+from pcr_ray.sft.trainer import run_sft
 
 
 def sft_recipe(name: str) -> SFTRecipe:

@@ -1,16 +1,16 @@
-"""Generator fine-tuning: training tokens/s (full vs LoRA, same run) and what the fine-tune buys at generation.
+"""Generator fine-tuning: each training loop's tokens/s (full and LoRA, same run) and what the fine-tune buys.
 
     .venv/bin/python benchmarks/bench_sft.py train [--steps 6]
     .venv/bin/python benchmarks/bench_sft.py generate --backend hf [--problems 20]
     OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/bench_sft.py generate --backend vllm [--problems 20]
 
-`train`: the same examples (the tiny recipe's corpus), the same number of steps, full fine-tuning then a rank-16
-LoRA of SmolLM2-135M; tokens/s of each and their ratio. `generate`: at every prefix of held-out gold traces
-(generated physics of evaluation seed 0 and, where the data is, GSM8K test), k proposals from the base model
-with its full prompt (the op list and a worked example) and from the fine-tuned `sft:tiny` with the compact
-prompt; the share that passes the verifier, proposals/s, verifier-passing proposals/s and prompt tokens per
-request of each, and the ratios. Writes <cache>/bench/bench_sft_<part>[_<backend>].json (--results: also
-benchmarks/results/).
+`train`: the same examples (a sample of the tiny recipe's corpus, one epoch) through each training loop, full
+fine-tuning then a rank-16 LoRA of SmolLM2-135M; tokens/s and loss of each, and their ratios. `generate`: at
+every prefix of held-out gold traces (generated physics of evaluation seed 0 and, where the data is, GSM8K
+test), k proposals from the base model with its full prompt (the op list and a worked example) and from the
+fine-tuned `sft:tiny` with the compact prompt; the share that passes the verifier, proposals/s, verifier-passing
+proposals/s and prompt tokens per request of each, and the ratios. Writes
+<cache>/bench/bench_sft_<part>[_<backend>].json (--results: also benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -23,26 +23,60 @@ import sys
 from _machine import add_dry_run, dry_run, machine_info, write_result
 
 
-def bench_train(steps: int) -> dict:
+def _trl(examples: list, recipe) -> dict:
+    import tempfile
+    from pathlib import Path
+
+    from pcr_ray.sft.trainer import build_trainer, fit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer, data = build_trainer(examples, recipe, Path(tmp))
+        res = fit(trainer, data)
+    return {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2), "losses": res.losses}
+
+
+def _old(examples: list, recipe) -> dict:
+    from pcr_ray.sft.train import train_model
+
+    _, _, res = train_model(examples, recipe, log_every=0)
+    return {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2), "losses": res.losses}
+
+
+def bench_train(steps: int, loops: tuple[str, ...]) -> dict:
+    """Each loop (`old`: the hand-written one; `trl`: TRL's SFTTrainer) on the same examples (a seeded sample of the
+    tiny recipe's corpus, `steps` batches of its batch size, one epoch: each loop sees every one of them once, in its
+    own order), full fine-tuning then a rank-16 LoRA: tokens/s and the loss curve of each; the ratios."""
+    import random
+
     from pcr_ray.generators.model_folder import resolve_model
     from pcr_ray.sft.corpus import build_corpus
     from pcr_ray.sft.quick import quick_recipe
-    from pcr_ray.sft.train import train_model
 
     recipe = quick_recipe("tiny")
-    recipe = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model), max_steps=steps)
-    examples, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
-                                     recipe.formats, physics_mix=recipe.physics_mix)
-    out, used = {}, {}
+    recipe = dataclasses.replace(recipe, base_model=resolve_model(recipe.base_model), max_steps=0, epochs=1.0,
+                                 eval_share=0.0, max_len=10**6)
+    corpus, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
+                             recipe.formats, physics_mix=recipe.physics_mix)
+    examples = random.Random(0).sample(corpus, steps * recipe.batch_size)
+    run = {"old": _old, "trl": _trl}
+    out: dict = {}
     for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
-        _, _, res = train_model(examples, r, log_every=0)
-        used = res.data
-        out[name] = {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2),
-                     "tokens_per_s": round(res.tokens / res.seconds, 1), "first_loss": res.losses[0],
-                     "last_loss": res.losses[-1]}
-        print(f"{name}: {out[name]['tokens_per_s']} tokens/s over {res.steps} steps", flush=True)
-    out["lora_vs_full"] = round(out["lora_r16"]["tokens_per_s"] / out["full"]["tokens_per_s"], 3)
-    return {"train": out, "examples": used["examples"], "cut_by_max_len": used["cut_by_max_len"]["examples"]}
+        for loop in loops:
+            m = run[loop](examples, r)
+            m["tokens_per_s"] = round(m["tokens"] / m["seconds"], 1)
+            m["mean_loss"] = round(sum(m["losses"]) / len(m["losses"]), 4)
+            out[f"{loop}_{name}"] = m
+            print(f"{loop} {name}: {m['tokens_per_s']} tokens/s over {m['steps']} steps, mean loss {m['mean_loss']}",
+                  flush=True)
+    ratios = {}
+    for name in ("full", "lora_r16"):
+        if {f"old_{name}", f"trl_{name}"} <= set(out):
+            o, t = out[f"old_{name}"], out[f"trl_{name}"]
+            ratios[f"trl_vs_old_{name}_tokens_per_s"] = round(t["tokens_per_s"] / o["tokens_per_s"], 3)
+    for loop in loops:
+        ratios[f"{loop}_lora_vs_full_tokens_per_s"] = round(
+            out[f"{loop}_lora_r16"]["tokens_per_s"] / out[f"{loop}_full"]["tokens_per_s"], 3)
+    return {"train": out, "ratios": ratios, "examples": len(examples), "recipe": "sft:tiny", "batches": steps}
 
 
 def _held_out(n: int) -> dict[str, list]:
@@ -104,7 +138,8 @@ def bench_generate(backend: str, n: int, k: int, models: tuple[str, ...], sft_mo
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("part", choices=("train", "generate"))
-    ap.add_argument("--steps", type=int, default=6, help="training steps per condition (train)")
+    ap.add_argument("--steps", type=int, default=6, help="batches of the same examples per condition (train)")
+    ap.add_argument("--loops", default="old,trl", help="which training loops to measure (train): old,trl")
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation backend (generate)")
     ap.add_argument("--problems", type=int, default=20, help="held-out problems per data set (generate)")
     ap.add_argument("-k", type=int, default=4, help="proposals per request (generate)")
@@ -118,7 +153,7 @@ def main(argv: list[str]) -> int:
         gens = {m: _generator_cfg(args.backend, m == "sft", args.sft_model) for m in ("base", "sft") if m in models}
         return dry_run(__file__, {**vars(args), "generators": gens})
     if args.part == "train":
-        result, name = bench_train(args.steps), "bench_sft_train"
+        result, name = bench_train(args.steps, tuple(args.loops.split(","))), "bench_sft_train"
     else:
         models = tuple(args.models.split(","))
         result = bench_generate(args.backend, args.problems, args.k, models, args.sft_model)

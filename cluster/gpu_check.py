@@ -187,8 +187,8 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}
 
 
 def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
-    """pcr_ray's fine-tuning loop (pcr_ray.sft.train) on gold-trace examples, full and LoRA, on a causal LM of
-    SmolLM2-135M's shape built from its config (random weights, a small tokenizer written here)."""
+    """pcr_ray's fine-tune (TRL's SFTTrainer, pcr_ray.sft.trainer) on gold-trace examples, full and LoRA, on a
+    causal LM of SmolLM2-135M's shape built from its config (random weights, a small tokenizer written here)."""
     import dataclasses
 
     import torch
@@ -196,7 +196,8 @@ def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
 
     from pcr_ray.data.physics import generate_problems
     from pcr_ray.sft.examples import corpus_examples
-    from pcr_ray.sft.train import SFTRecipe, train_model
+    from pcr_ray.sft.train import SFTRecipe
+    from pcr_ray.sft.trainer import build_trainer, fit
 
     full = args.device != "cpu"
     cfg = LlamaConfig(vocab_size=49152 if full else 512, hidden_size=576 if full else 64,
@@ -213,16 +214,12 @@ def step_sft_steps(args: argparse.Namespace) -> dict[str, Any]:
     recipe = SFTRecipe(base_model=str(folder), physics_problems=0, physics_seed=1000, physics_mix="all",
                        gsm8k_train=0,
                        formats=("step", "python", "direct"), epochs=100.0, lr=3e-4, batch_size=8 if full else 2,
-                       max_len=512, warmup=1, lora_r=0, lora_alpha=32, bf16=full, seed=0,
-                       max_steps=20 if full else 4, prompt="compact")
-    device = args.device
-
-    def on_device(m: Any) -> Any:
-        return m.to(device)
-
+                       max_len=512, warmup=0, lora_r=0, lora_alpha=32, bf16=full, seed=0,
+                       max_steps=20 if full else 4, prompt="compact", eval_share=0.0)
     out: dict[str, Any] = {"parameters_m": round(sum(p.numel() for p in LlamaForCausalLM(cfg).parameters()) / 1e6, 1)}
     for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
-        _, _, res = train_model(examples, r, prepare=on_device, log_every=0)
+        trainer, data = build_trainer(examples, r, folder / f"trainer-{name}")  # on the GPU when there is one
+        res = fit(trainer, data)
         if not min(res.losses[-2:]) < res.losses[0]:
             raise RuntimeError(f"the {name} SFT loss did not fall ({res.losses[0]:.3f} -> {res.losses[-1]:.3f})")
         out[name] = {"tokens_per_s": round(res.tokens / res.seconds, 1), "loss_first": res.losses[0],

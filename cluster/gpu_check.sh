@@ -3,8 +3,8 @@
 # (cluster/gpu_check.py says what each step measures). About 5-10 minutes on one GPU.
 #
 #   cluster/gpu_check.sh                      # both tiers
-#   cluster/gpu_check.sh --tier torch         # a bare GPU machine: CUDA torch, transformers, pint and sympy; no
-#                                             #   Ray, no vLLM, no network
+#   cluster/gpu_check.sh --tier torch         # a bare GPU machine: CUDA torch, transformers, peft, trl (with datasets),
+#                                             #   pint and sympy; no Ray, no vLLM, no network
 #   cluster/gpu_check.sh --tier cluster       # a node of the cluster image (the `gpu` extra): vLLM tests, paper_table
 #   cluster/gpu_check.sh --device cpu --tier torch   # the same logic on CPU at test size (what the tests run)
 #

@@ -821,7 +821,11 @@ class SFTRecipeConfig:
     formats: list[str] = _list("step", "trace", "python", "direct")
     epochs: float = 1.0
     lr: float = 3.0e-4
-    batch_size: int = 8  # examples per step per worker
+    batch_size: int = 8  # examples per forward pass per worker
+    grad_accum: int = 1  # forward passes per optimizer step (a step's examples: batch_size x grad_accum x workers)
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass: less memory, ~30% slower
+    eval_share: float = 0.05  # share of the problems held out; their loss is evaluated (sft.json eval_loss_curve)
+    eval_every: int = 0  # steps between held-out evaluations; 0: at the end only
     max_len: int = 512  # tokens; longer examples are left out, counted in sft.json (data.cut_by_max_len) and the log
     warmup: int = 10  # steps of linear warm-up, then linear decay
     lora_r: int = 0  # 0: full fine-tuning; > 0: a LoRA of this rank (merged into the saved weights)
@@ -839,11 +843,17 @@ class SFTConfig:
     sft_recipe: SFTRecipeConfig = _factory(SFTRecipeConfig)
     output: Optional[str] = None  # the fine-tuned folder; null: cache_dir()/models/sft-<recipe name>
     data_dir: Optional[str] = None  # GSM8K train is read from here (null: PCR_RAY_DATA or the default data folder)
-    storage_path: Optional[str] = None  # Ray Train storage; null: cache_dir()/ray_train
-    run_name: Optional[str] = None  # null: sft-<recipe name>
+    storage_path: Optional[str] = None  # Ray Train storage (a local path or a URI every node reaches)
+    run_name: Optional[str] = None  # null: sft-<recipe name>; the same name resumes from its latest checkpoint
+    resume: bool = True  # false: delete the run's old checkpoints first
+    checkpoint_every: int = 50  # optimizer steps between Ray Train checkpoints (weights and optimizer state); 0: none
+    keep_checkpoints: int = 2
+    max_failures: int = 1  # times Ray Train restarts the workers from the latest checkpoint after one dies
     scaling: ScalingConfig = _factory(ScalingConfig)
     ray: RayConfig = _factory(RayConfig)
     tracking: TrackingConfig = _factory(TrackingConfig)
+    # a test hook: {exit_at_step: N, marker: PATH}: the last worker exits at step N, once (PATH records it)
+    faults: dict[str, Any] = _dict()
 
 
 SCHEMAS: dict[str, type] = {

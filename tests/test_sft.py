@@ -158,12 +158,12 @@ def test_examples_longer_than_max_len_are_counted_in_sft_json_and_the_log(caplog
     max_len = sorted(lengths)[len(lengths) * 3 // 4]  # about a quarter of the examples are longer
     long = [ex for ex, n in zip(examples, lengths, strict=True) if n > max_len]
     with caplog.at_level("WARNING", logger="pcr_ray.sft.train"):
-        encoded, data = fit_max_len(tok, examples, _recipe(max_len=max_len))
+        kept, data = fit_max_len(tok, examples, _recipe(max_len=max_len))
     cut = data["cut_by_max_len"]
-    assert long and cut["examples"] == len(long) == len(examples) - len(encoded) and cut["max_len"] == max_len
+    assert long and cut["examples"] == len(long) == len(examples) - len(kept) and cut["max_len"] == max_len
     assert cut["by_source_format"] == dict(Counter(source_format(ex) for ex in long))
-    assert all(len(ids) <= max_len for ids, _ in encoded)
-    assert data["examples"] == len(encoded) == sum(data["by_source_format"].values())
+    assert all(len(encode(tok, ex, 10**6)[0]) <= max_len for ex in kept)
+    assert data["examples"] == len(kept) == sum(data["by_source_format"].values())
     assert data["examples"] + cut["examples"] == corpus["examples"]
     kept_ids = {ex.problem_id for ex, n in zip(examples, lengths, strict=True) if n <= max_len}
     assert data["physics"]["problems"] == data["problems"] == len(kept_ids)
@@ -179,16 +179,21 @@ def test_examples_longer_than_max_len_are_counted_in_sft_json_and_the_log(caplog
 
 
 def _mean_loss(folder: str, examples: list) -> float:
+    """The model's mean cross-entropy over the examples' reply tokens (each example on its own)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pcr_ray.sft.train import collate, encode, target_loss
+    from pcr_ray.sft.train import encode
 
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    enc = [e for e in (encode(tok, ex, 512) for ex in examples) if e]
+    total, n = 0.0, 0
     with torch.inference_mode():
-        return float(target_loss(model, collate(enc, tok.pad_token_id or 0)))
+        for ids, labels in (e for e in (encode(tok, ex, 512) for ex in examples) if e):
+            out = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels]))
+            k = sum(x != -100 for x in labels[1:])
+            total, n = total + float(out.loss) * k, n + k
+    return total / n
 
 
 # what the tests' fine-tune (sft:test: 12 steps on 24 problems of the training templates) reaches on 8 problems it
@@ -301,43 +306,56 @@ def test_unknown_quick_fine_tune_names_the_known_ones() -> None:
 
 def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # noqa: ARG001
     from pcr_ray.configs import compose, to_plain
-    from pcr_ray.sft.command import build_trainer
+    from pcr_ray.sft.command import build_trainer, row_example
     from pcr_ray.sft.train import SFTRecipe
 
     cfg = to_plain(compose("sft", ["sft_recipe=qwen_math_1_5b_lora", "scaling.num_workers=4", "scaling.use_gpu=true",
                                    "sft_recipe.physics_problems=4", "sft_recipe.gsm8k_train=0"]))
     trainer, examples, recipe = build_trainer(cfg)
-    # what each worker gets: the corpus the recipe names, the recipe itself (base model resolved), one GPU each
+    # what the workers get: the corpus the recipe names as a Ray Dataset (every worker all of it), the recipe
+    # itself (base model resolved), one GPU each, the run's checkpoints and restarts
     expected, summary = build_corpus(4, recipe.physics_seed, 0, recipe.formats, physics_mix=recipe.physics_mix)
-    loop = trainer.train_loop_config
-    assert [vars(e) for e in examples] == [vars(e) for e in expected] == loop["examples"]
+    rows = trainer.datasets["train"].take_all()
+    assert [row_example(r) for r in rows] == examples == expected
     assert {e.problem_id.split("/")[0] for e in examples} == {"physics"}
     assert {"step", "trace", "direct"} <= {e.fmt for e in examples} <= set(recipe.formats)
-    assert loop["data_summary"] == {**summary, "recipe_name": "qwen_math_1_5b_lora"}
+    loop = trainer.train_loop_config
+    assert "examples" not in loop and loop["data_summary"] == {**summary, "recipe_name": "qwen_math_1_5b_lora"}
     assert SFTRecipe.from_config(loop["recipe"]) == recipe  # a hub name resolves to itself: the worker's recipe
+    assert recipe.lora_r == 64 and recipe.grad_accum >= 1 and loop["checkpoint_every"] == cfg["checkpoint_every"]
     sc = trainer.scaling_config
     assert sc.num_workers == 4 and sc.resources_per_worker == {"CPU": cfg["scaling"]["cpus_per_worker"], "GPU": 1}
+    rc = trainer.run_config
+    assert rc.failure_config.max_failures == cfg["max_failures"] and rc.name == "sft-qwen_math_1_5b_lora"
 
 
 @pytest.mark.slow
-def test_sft_command_trains_on_ray_train_and_writes_a_folder(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
+def test_sft_command_on_two_workers_is_killed_and_resumes(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
+    """`pcr-ray sft` on two DDP workers (gloo): a Ray Train checkpoint at step 2, the second worker's process
+    exits at step 3, Ray Train restarts both from the checkpoint and the run ends at step 4; the folder loads, its
+    sft.json records the resume, the held-out loss and the counts; MLflow has the run."""
     from pcr_ray.generators.model_folder import SFT_RECORD, read_recipe
     from pcr_ray.sft.command import main
 
-    out, db = tmp_path / "sft", tmp_path / "mlflow.db"
-    rc = main(["sft_recipe=test", "sft_recipe.max_steps=2", "sft_recipe.physics_problems=2",
-               "sft_recipe.batch_size=2", f"output={out}",
-               f"storage_path={tmp_path / 'train'}", "scaling.cpus_per_worker=1",
-               "tracking=mlflow", f"tracking.uri=sqlite:///{db}"])
-    assert rc == 0
+    out, db, storage, marker = tmp_path / "sft", tmp_path / "mlflow.db", tmp_path / "train", tmp_path / "exited"
+    rc = main(["sft_recipe=test", "sft_recipe.max_steps=4", "sft_recipe.physics_problems=6",
+               "sft_recipe.batch_size=2", "sft_recipe.lora_r=8", f"output={out}", f"storage_path={storage}",
+               "scaling.num_workers=2", "scaling.cpus_per_worker=1", "checkpoint_every=2",
+               f"+faults={{exit_at_step: 3, marker: {marker}}}", "tracking=mlflow", f"tracking.uri=sqlite:///{db}"])
+    assert rc == 0 and marker.read_text() == "3"  # the worker did exit at step 3
     record = read_recipe(out)
-    assert record["steps"] == 2 and len(record["loss_curve"]) == 2 and record["tokens"] > 0
+    assert record["steps"] == 4 and record["resumed_from_step"] == 2 and len(record["loss_curve"]) == 4
+    assert record["tokens"] > 0 and record["recipe"]["lora_r"] == 8
+    held = record["data"]["held_out"]
+    assert held["problems"] == 1 and held["examples"] > 0 and record["eval_loss_curve"][-1][0] == 4
     assert (out / "model.safetensors").exists() and (out / "tokenizer_config.json").exists()
+    assert not any(storage.glob("sft-test*"))  # finished: its checkpoints are gone
     # the MLflow run, read back through MLflow's client: the config, the loss per step, the counts, sft.json
     (run,) = mlflow_util.runs(db)
     assert run.info.status == "FINISHED" and run.data.tags["pcr_ray.command"] == "sft"
-    assert run.data.params["sft_recipe.max_steps"] == "2" and run.data.params["sft_recipe.name"] == "test"
+    assert run.data.params["sft_recipe.max_steps"] == "4" and run.data.params["sft_recipe.name"] == "test"
     steps = mlflow_util.curve(db, run.info.run_id, "train/loss")
-    assert steps == [(1, pytest.approx(record["loss_curve"][0])), (2, pytest.approx(record["loss_curve"][1]))]
+    assert steps == [(i + 1, pytest.approx(v)) for i, v in enumerate(record["loss_curve"])]
+    assert mlflow_util.curve(db, run.info.run_id, "eval/loss") == [(4, pytest.approx(record["eval_loss_curve"][-1][1]))]
     assert run.data.metrics["examples"] == record["data"]["examples"] and run.data.metrics["tokens"] > 0
     assert mlflow_util.artifacts(db, run.info.run_id) == {SFT_RECORD}

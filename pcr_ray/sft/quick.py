@@ -20,7 +20,8 @@ from pcr_ray.configs import compose, to_plain
 from pcr_ray.generators.model_folder import SFT_RECORD
 from pcr_ray.paths import PACKAGE_DIR, build_once, cache_dir
 from pcr_ray.sft.corpus import build_corpus, gsm8k_train_found
-from pcr_ray.sft.train import LOOP_VERSION, SFTRecipe, run_sft
+from pcr_ray.sft.train import LOOP_VERSION, SFTRecipe
+from pcr_ray.sft.trainer import run_sft
 
 QUICK_RECIPES = ("tiny", "test")  # conf/sft_recipe/<name>.yaml
 KEEP = 3

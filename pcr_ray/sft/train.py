@@ -1,9 +1,7 @@
-"""The generator's fine-tuning loop, top to bottom: tokenize with the chat template, mask the prompt, AdamW.
+"""What a fine-tune is and what it writes: the recipe, the examples that fit its max_len, the folder and sft.json.
 
-Loss is on the target tokens only (the assistant's reply and its end-of-turn token). Full fine-tuning or a
-PEFT LoRA (merged into the weights at the end, so the folder is a plain Hugging Face model that vLLM and
-transformers load unchanged). `run_sft` runs in the calling process; `pcr_ray.sft.command` runs it on Ray
-Train's TorchTrainer, one call per worker (DDP through `ray.train.torch.prepare_model`).
+The loop itself is TRL's SFTTrainer (pcr_ray.sft.trainer), in this process for the quick fine-tunes and on Ray
+Train's TorchTrainer for `pcr-ray sft` (pcr_ray.sft.command).
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from pcr_ray.sft.examples import SFTExample
 
 log = logging.getLogger(__name__)
 IGNORE = -100
-LOOP_VERSION = 1  # part of a quick fine-tune's key: bump it when a change here changes what the loop trains
+LOOP_VERSION = 2  # part of a quick fine-tune's key: bump it when a change to the loop changes what it trains
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,12 @@ class SFTResult:
     folder: Path
     losses: list[float] = field(default_factory=list)
     steps: int = 0
-    target_tokens: int = 0
-    tokens: int = 0
+    tokens: int = 0  # tokens (prompt and reply) this run's attempt trained on, in `seconds`
     seconds: float = 0.0
     # what it trained on (corpus_summary of the examples that fit max_len) and what max_len cut: sft.json's `data`
     data: dict[str, Any] = field(default_factory=dict)
+    eval_losses: list[list[float]] = field(default_factory=list)  # [step, held-out loss] pairs
+    resumed_from_step: int = 0  # > 0: the run went on from a checkpoint of this step
 
 
 def encode(tokenizer: Any, ex: SFTExample, max_len: int) -> tuple[list[int], list[int]] | None:
@@ -77,17 +76,15 @@ def encode(tokenizer: Any, ex: SFTExample, max_len: int) -> tuple[list[int], lis
 
 
 def fit_max_len(tokenizer: Any, examples: Sequence[SFTExample], recipe: SFTRecipe
-                ) -> tuple[list[tuple[list[int], list[int]]], dict[str, Any]]:
-    """The encoded examples that fit recipe.max_len, and sft.json's `data` of them: their corpus_summary (the
-    problems, examples and formats trained on) with `cut_by_max_len`, the examples left out as too long (count,
-    by source and format). The cut is logged: a warning when there is one."""
-    encoded, kept, cut = [], [], Counter()
+                ) -> tuple[list[SFTExample], dict[str, Any]]:
+    """The examples that fit recipe.max_len, and sft.json's `data` of them: their corpus_summary (the problems,
+    examples and formats trained on) with `cut_by_max_len`, the examples left out as too long (count, by source and
+    format). The cut is logged: a warning when there is one."""
+    kept, cut = [], Counter()
     for ex in examples:
-        e = encode(tokenizer, ex, recipe.max_len)
-        if e is None:
+        if encode(tokenizer, ex, recipe.max_len) is None:
             cut[source_format(ex)] += 1
         else:
-            encoded.append(e)
             kept.append(ex)
     data = {**corpus_summary(kept, recipe.physics_seed, recipe.physics_mix),
             "cut_by_max_len": {"examples": sum(cut.values()), "max_len": recipe.max_len,
@@ -98,8 +95,10 @@ def fit_max_len(tokenizer: Any, examples: Sequence[SFTExample], recipe: SFTRecip
                     ", ".join(f"{k} {v}" for k, v in sorted(cut.items())))
     else:
         log.info("[sft] all %d examples fit max_len=%d tokens", len(examples), recipe.max_len)
-    return encoded, data
+    return kept, data
 
+
+# The hand-written loop, kept beside TRL's until benchmarks/bench_sft.py has compared them
 
 def batches(encoded: Sequence[tuple[list[int], list[int]]], batch_size: int, seed: int
             ) -> list[list[tuple[list[int], list[int]]]]:
@@ -108,6 +107,7 @@ def batches(encoded: Sequence[tuple[list[int], list[int]]], batch_size: int, see
     groups = [[encoded[i] for i in order[k:k + batch_size]] for k in range(0, len(order), batch_size)]
     random.Random(seed).shuffle(groups)
     return groups
+
 
 
 def collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
@@ -125,6 +125,7 @@ def collate(batch: Sequence[tuple[list[int], list[int]]], pad_id: int) -> dict[s
         mask[i, n - len(x):] = 1
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     return {"input_ids": ids, "attention_mask": mask, "position_ids": positions, "labels": labels}
+
 
 
 def target_loss(model: Any, batch: dict[str, Any]) -> Any:
@@ -145,6 +146,7 @@ def target_loss(model: Any, batch: dict[str, Any]) -> Any:
                                              ignore_index=IGNORE)
 
 
+
 def load_base(recipe: SFTRecipe) -> tuple[Any, Any]:
     """The base model (fp32 weights; a LoRA wrapped around it when lora_r > 0) and its tokenizer."""
     import torch  # heavy: torch
@@ -160,10 +162,12 @@ def load_base(recipe: SFTRecipe) -> tuple[Any, Any]:
     return model, tok
 
 
+
 def _to_device(model: Any) -> Any:
     import torch  # heavy: torch
 
     return model.to("cuda") if torch.cuda.is_available() else model
+
 
 
 def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: Callable[[Any], Any] = _to_device,
@@ -179,7 +183,8 @@ def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: C
     model, tok = load_base(recipe)
     model = prepare(model)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    encoded, data = fit_max_len(tok, examples, recipe)
+    kept, data = fit_max_len(tok, examples, recipe)
+    encoded = [encode(tok, e, recipe.max_len) for e in kept]
     if not encoded:
         raise ValueError(f"no example fits max_len={recipe.max_len} tokens (sft_recipe.max_len)")
     total = max(1, math.ceil(math.ceil(len(encoded) / recipe.batch_size) / shard[1] * recipe.epochs))
@@ -205,21 +210,12 @@ def train_model(examples: Sequence[SFTExample], recipe: SFTRecipe, *, prepare: C
         opt.zero_grad(set_to_none=True)
         result.losses.append(round(float(loss.detach()), 5))
         result.tokens += int(batch["attention_mask"].sum())
-        result.target_tokens += int((batch["labels"] != IGNORE).sum())
         if shard[0] == 0 and log_every and (step + 1) % log_every == 0:
             rate = result.tokens / (time.perf_counter() - t0)
             log.info("[sft] step %d/%d  loss %.4f  %.0f tokens/s", step + 1, total, result.losses[-1], rate)
     result.steps, result.seconds = total, time.perf_counter() - t0
     return model, tok, result
 
-
-def run_sft(examples: Sequence[SFTExample], recipe: SFTRecipe, out: Path, *, data_summary: dict[str, Any]
-            ) -> SFTResult:
-    """Fine-tune in this process and save the folder at `out`."""
-    model, tok, result = train_model(examples, recipe)
-    result.folder = out
-    save(model, tok, recipe, result, data_summary)
-    return result
 
 
 def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> None:
@@ -237,9 +233,11 @@ def save(model: Any, tok: Any, recipe: SFTRecipe, result: SFTResult, data_summar
 
 def sft_record(recipe: SFTRecipe, result: SFTResult, data_summary: dict[str, Any]) -> dict[str, Any]:
     """sft.json: the recipe, the data trained on (the corpus' own keys, e.g. recipe_name, then the counts of what
-    the loop used and what max_len cut), the loss curve, tokens and speed."""
+    the loop used, what max_len cut and what was held out), the loss and held-out loss curves, tokens and speed,
+    and the step a resumed run went on from."""
     return {"recipe": recipe.to_dict(), "data": {**data_summary, **result.data}, "prompt": recipe.prompt,
             "base_model": recipe.base_model, "loss_curve": result.losses, "steps": result.steps,
-            "tokens": result.tokens, "target_tokens": result.target_tokens,
+            "tokens": result.tokens,
+            "eval_loss_curve": result.eval_losses, "resumed_from_step": result.resumed_from_step,
             "seconds": round(result.seconds, 1),
             "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else None}
