@@ -1,13 +1,13 @@
-"""Generator fine-tuning: each training loop's tokens/s (full and LoRA, same run) and what the fine-tune buys.
+"""Generator fine-tuning: training tokens/s (full vs LoRA, same run) and what the fine-tune buys at generation.
 
     .venv/bin/python benchmarks/bench_sft.py train [--steps 6]
     .venv/bin/python benchmarks/bench_sft.py generate --backend hf [--problems 20]
     OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/bench_sft.py generate --backend vllm [--problems 20]
 
-`train`: the same examples (a sample of the tiny recipe's corpus, one epoch) through each training loop, full
-fine-tuning then a rank-16 LoRA of SmolLM2-135M; tokens/s and loss of each, and their ratios. `generate`: at
-every prefix of held-out gold traces (generated physics of evaluation seed 0 and, where the data is, GSM8K
-test), k proposals from the base model with its full prompt (the op list and a worked example) and from the
+`train`: the same examples (a sample of the tiny recipe's corpus, one epoch) through the fine-tune (TRL's
+SFTTrainer), full fine-tuning then a rank-16 LoRA of SmolLM2-135M; tokens/s and loss of each, and their ratio.
+`generate`: at every prefix of held-out gold traces (generated physics of evaluation seed 0 and, where the data is,
+GSM8K test), k proposals from the base model with its full prompt (the op list and a worked example) and from the
 fine-tuned `sft:tiny` with the compact prompt; the share that passes the verifier, proposals/s, verifier-passing
 proposals/s and prompt tokens per request of each, and the ratios. Writes
 <cache>/bench/bench_sft_<part>[_<backend>].json (--results: also benchmarks/results/).
@@ -23,7 +23,7 @@ import sys
 from _machine import add_dry_run, dry_run, machine_info, write_result
 
 
-def _trl(examples: list, recipe) -> dict:
+def _fit(examples: list, recipe) -> dict:
     import tempfile
     from pathlib import Path
 
@@ -35,17 +35,9 @@ def _trl(examples: list, recipe) -> dict:
     return {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2), "losses": res.losses}
 
 
-def _old(examples: list, recipe) -> dict:
-    from pcr_ray.sft.train import train_model
-
-    _, _, res = train_model(examples, recipe, log_every=0)
-    return {"steps": res.steps, "tokens": res.tokens, "seconds": round(res.seconds, 2), "losses": res.losses}
-
-
-def bench_train(steps: int, loops: tuple[str, ...]) -> dict:
-    """Each loop (`old`: the hand-written one; `trl`: TRL's SFTTrainer) on the same examples (a seeded sample of the
-    tiny recipe's corpus, `steps` batches of its batch size, one epoch: each loop sees every one of them once, in its
-    own order), full fine-tuning then a rank-16 LoRA: tokens/s and the loss curve of each; the ratios."""
+def bench_train(steps: int) -> dict:
+    """The fine-tune (TRL's SFTTrainer) on a seeded sample of the tiny recipe's corpus (`steps` batches of its batch
+    size, one epoch), full fine-tuning then a rank-16 LoRA: tokens/s and the loss curve of each; their ratio."""
     import random
 
     from pcr_ray.generators.model_folder import resolve_model
@@ -58,25 +50,16 @@ def bench_train(steps: int, loops: tuple[str, ...]) -> dict:
     corpus, _ = build_corpus(recipe.physics_problems, recipe.physics_seed, recipe.gsm8k_train,
                              recipe.formats, physics_mix=recipe.physics_mix)
     examples = random.Random(0).sample(corpus, steps * recipe.batch_size)
-    run = {"old": _old, "trl": _trl}
     out: dict = {}
     for name, r in (("full", recipe), ("lora_r16", dataclasses.replace(recipe, lora_r=16))):
-        for loop in loops:
-            m = run[loop](examples, r)
-            m["tokens_per_s"] = round(m["tokens"] / m["seconds"], 1)
-            m["mean_loss"] = round(sum(m["losses"]) / len(m["losses"]), 4)
-            out[f"{loop}_{name}"] = m
-            print(f"{loop} {name}: {m['tokens_per_s']} tokens/s over {m['steps']} steps, mean loss {m['mean_loss']}",
-                  flush=True)
-    ratios = {}
-    for name in ("full", "lora_r16"):
-        if {f"old_{name}", f"trl_{name}"} <= set(out):
-            o, t = out[f"old_{name}"], out[f"trl_{name}"]
-            ratios[f"trl_vs_old_{name}_tokens_per_s"] = round(t["tokens_per_s"] / o["tokens_per_s"], 3)
-    for loop in loops:
-        ratios[f"{loop}_lora_vs_full_tokens_per_s"] = round(
-            out[f"{loop}_lora_r16"]["tokens_per_s"] / out[f"{loop}_full"]["tokens_per_s"], 3)
-    return {"train": out, "ratios": ratios, "examples": len(examples), "recipe": "sft:tiny", "batches": steps}
+        m = _fit(examples, r)
+        m["tokens_per_s"] = round(m["tokens"] / m["seconds"], 1)
+        m["mean_loss"] = round(sum(m["losses"]) / len(m["losses"]), 4)
+        out[name] = m
+        print(f"{name}: {m['tokens_per_s']} tokens/s over {m['steps']} steps, mean loss {m['mean_loss']}", flush=True)
+    ratio = round(out["lora_r16"]["tokens_per_s"] / out["full"]["tokens_per_s"], 3)
+    return {"train": out, "lora_vs_full_tokens_per_s": ratio, "examples": len(examples), "recipe": "sft:tiny",
+            "batches": steps}
 
 
 def _held_out(n: int) -> dict[str, list]:
@@ -139,7 +122,6 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("part", choices=("train", "generate"))
     ap.add_argument("--steps", type=int, default=6, help="batches of the same examples per condition (train)")
-    ap.add_argument("--loops", default="old,trl", help="which training loops to measure (train): old,trl")
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf", help="generation backend (generate)")
     ap.add_argument("--problems", type=int, default=20, help="held-out problems per data set (generate)")
     ap.add_argument("-k", type=int, default=4, help="proposals per request (generate)")
@@ -153,7 +135,7 @@ def main(argv: list[str]) -> int:
         gens = {m: _generator_cfg(args.backend, m == "sft", args.sft_model) for m in ("base", "sft") if m in models}
         return dry_run(__file__, {**vars(args), "generators": gens})
     if args.part == "train":
-        result, name = bench_train(args.steps, tuple(args.loops.split(","))), "bench_sft_train"
+        result, name = bench_train(args.steps), "bench_sft_train"
     else:
         models = tuple(args.models.split(","))
         result = bench_generate(args.backend, args.problems, args.k, models, args.sft_model)

@@ -9,7 +9,6 @@ the same run name resumes there (`resume`).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -47,15 +46,16 @@ def row_example(row: Any) -> SFTExample:
 
 
 def exit_at_step(step: int, marker: str) -> Any:
-    """A TrainerCallback that ends this worker's process at `step`, once (the marker file records it): a test's
-    worker crash."""
+    """A TrainerCallback that ends this worker's process at `step`, once (the marker file records it;
+    pcr_ray.pipeline.actors.maybe_inject_fault): a test's worker crash."""
     from transformers import TrainerCallback  # heavy: transformers
+
+    from pcr_ray.pipeline.actors import maybe_inject_fault  # heavy: ray
 
     class ExitAtStep(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if state.global_step == step and not os.path.exists(marker):
-                Path(marker).write_text(str(step))
-                os._exit(1)
+            if state.global_step == step:
+                maybe_inject_fault("sft_worker", {"sft_worker": marker})
 
     return ExitAtStep()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -126,8 +127,6 @@ def fit(trainer: Any, data: dict[str, Any], *, resume_from: str | None = None) -
 def run_sft(examples: Sequence[SFTExample], recipe: SFTRecipe, out: Path, *, data_summary: dict[str, Any]
             ) -> SFTResult:
     """Fine-tune in this process and save the folder at `out` (no mid-run checkpoints)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         trainer, data = build_trainer(examples, recipe, Path(tmp))
         result = fit(trainer, data)
