@@ -82,13 +82,17 @@ def ray_sft_loop(config: dict[str, Any]) -> None:
         latest = ray.train.get_checkpoint()
         if latest is not None:  # a copy: the Trainer writes next to what it resumes from
             with latest.as_directory() as d:
-                resume = str(shutil.copytree(Path(d) / RayTrainReportCallback.CHECKPOINT_NAME, Path(tmp) / "resume"))
+                saved = Path(d) / RayTrainReportCallback.CHECKPOINT_NAME
+                if not saved.is_dir():  # the run finished: its last checkpoint holds the folder, not a Trainer's
+                    raise RuntimeError(f"run {ctx.get_experiment_name()!r} already finished in its storage: pass "
+                                       f"resume=false to train it again, or another run_name")
+                resume = str(shutil.copytree(saved, Path(tmp) / "resume"))
         result = fit(trainer, data, resume_from=resume)
         metrics = {"loss": result.losses[-1] if result.losses else None, "steps": result.steps,
                    "tokens": result.tokens, "eval_loss": result.eval_losses[-1][1] if result.eval_losses else None,
                    "tokens_per_s": round(result.tokens / result.seconds, 1) if result.seconds else 0.0,
                    "examples": data["examples"], "cut_by_max_len": data["cut_by_max_len"]["examples"],
-                   "resumed_from_step": result.resumed_from_step, "final": 1}
+                   "resumed_from_step": result.resumed_from_step}
         if rank == 0:
             result.folder = Path(tmp) / "final" / "model"
             save(trainer.model, trainer.processing_class, recipe, result, config["data_summary"])
