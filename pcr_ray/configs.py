@@ -583,12 +583,13 @@ class MakePairsConfig:
                                {"name": "gsm8k_train", "limit": 3000})
     out_dir: Optional[str] = None  # null: cache_dir()/pairs (where train-prm and eval-prm look by default)
     seed: int = 0  # CSP / random choices are seeded by (seed, problem id, step)
-    csp_per_kind: int = 2  # principle swaps and variable substitutions per gold step (at most)
+    csp_per_kind: int = 2  # CSP and word-problem negatives (pcr_ray/negatives/word.py) of each kind per gold step
     random_per_kind: int = 1  # random_op, random_arg, random_noise per gold step
     # alternative_step / answer_timing / unused_constant negatives per prefix; 0: csp_per_kind (a listwise PRM,
     # train.loss=listwise, wants longer lists: e.g. 8)
     search_per_kind: int = 0
-    kinds: list[str] = _list("principle_swap", "variable_substitution", "alternative_step", "answer_timing",
+    kinds: list[str] = _list("principle_swap", "variable_substitution", "inverse_operation", "distractor",
+                             "stale_intermediate", "part_for_whole", "alternative_step", "answer_timing",
                              "unused_constant", "random_op", "random_arg", "random_noise")
     split_fractions: list[float] = _list(0.8, 0.1, 0.1)  # train / validation / test, by a hash of the problem id
     rel_tol: float = 0.001  # a negative's value at t must differ from the gold's by more than this (relative)
@@ -646,9 +647,10 @@ class TrainPRMConfig:
 
     prm: PRMConfig = _factory(PRMConfig)
     pairs_dir: Optional[str] = None  # null: cache_dir()/pairs (make-pairs' default out_dir)
-    # null: the pair kinds of prm.kind (csp: principle_swap, variable_substitution, alternative_step, answer_timing;
-    # random: random_op, random_arg, random_noise, answer_timing); csp also takes mine-pairs' mined_answer_timing
-    # pairs when the pairs folder has them
+    # null: the pair kinds of prm.kind (csp: principle_swap, variable_substitution, alternative_step, answer_timing,
+    # unused_constant; random: random_op, random_arg, random_noise, answer_timing); csp also takes mine-pairs'
+    # mined_answer_timing pairs when the pairs folder has them. The word-problem kinds (inverse_operation,
+    # distractor, stale_intermediate, part_for_whole) are evaluation pairs unless named here
     kinds: Optional[list[str]] = None
     limit_train: int = 3000  # train pairs (a deterministic hash-ranked subset; train.seed picks it); 0: all
     # a kind's share of the limited subset relative to its natural share, e.g. {variable_substitution: 2.0} (the

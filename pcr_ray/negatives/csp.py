@@ -104,14 +104,14 @@ class GoldRun:
 def step_key(step: Step) -> tuple[Any, ...]:
     """A canonical identity of a step's computation (op and arguments; commutative arguments sorted)."""
     prim = REGISTRY.get(step.op)
-    items = [(k, _arg_token(v)) for k, v in step.args.items()]
+    items = [(k, arg_token(v)) for k, v in step.args.items()]
     if prim is not None and prim.commutative:
         vals = sorted(v for _, v in items)
         return (step.op, tuple(vals))
     return (step.op, tuple(sorted(items)))
 
 
-def _arg_token(v: Any) -> str:
+def arg_token(v: Any) -> str:
     return v if isinstance(v, str) else f"#{float(v)!r}"
 
 
@@ -208,7 +208,7 @@ def _complete(gold: GoldRun, t: int, neg: Step, neg_result: StepResult, cfg: CSP
     return jm
 
 
-def _accept(gold: GoldRun, t: int, neg: Step, kind: str, note: str, cfg: CSPConfig) -> Negative | None:
+def accept_negative(gold: GoldRun, t: int, neg: Step, kind: str, note: str, cfg: CSPConfig) -> Negative | None:
     """Verify the candidate at t against the prefix, check its value moved, recompute downstream."""
     state = gold.states[t]
     chk = check_step(state, replace(neg, value=None), t, extend=False)
@@ -267,7 +267,7 @@ def _bindings(prim: Primitive, state: VerifierState, pool: list[_Item], out_dims
     found: list[tuple[int, dict[str, Any]]] = []
     for combo in itertools.islice(itertools.product(*lists), cfg.max_tries_per_op):
         args_ = [it.arg for it in combo]
-        if len(set(map(_arg_token, args_))) < len(args_):
+        if len(set(map(arg_token, args_))) < len(args_):
             continue  # x - x, x / x, ...: degenerate, not a plausible principle
         dims = {n: it.dims for n, it in zip(names, combo, strict=True)}
         try:
@@ -322,7 +322,7 @@ def principle_swaps(gold: GoldRun, t: int, rng: random.Random, cfg: CSPConfig) -
         if k in seen:
             continue
         seen.add(k)
-        n = _accept(gold, t, neg, PRINCIPLE_SWAP, f"{pos.op} -> {name}", cfg)
+        n = accept_negative(gold, t, neg, PRINCIPLE_SWAP, f"{pos.op} -> {name}", cfg)
         if n is not None:
             out.append(n)
     return out
@@ -363,14 +363,14 @@ def variable_substitutions(gold: GoldRun, t: int, rng: random.Random, cfg: CSPCo
         args = dict(pos.args)
         old = args[pname]
         args[pname] = new
-        if len(set(map(_arg_token, args.values()))) < len(args):
+        if len(set(map(arg_token, args.values()))) < len(args):
             continue  # x - x, x / x: degenerate (the same rule as for swaps)
         neg = Step(pos.op, args, pos.out, None)
         k = step_key(neg)
         if k in seen:
             continue
         seen.add(k)
-        n = _accept(gold, t, neg, VARIABLE_SUBSTITUTION, f"{pname}: {old} -> {new}", cfg)
+        n = accept_negative(gold, t, neg, VARIABLE_SUBSTITUTION, f"{pname}: {old} -> {new}", cfg)
         if n is not None:
             out.append(n)
     return out

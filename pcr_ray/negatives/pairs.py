@@ -27,6 +27,7 @@ from pcr_ray.negatives.csp import (
     random_negatives,
 )
 from pcr_ray.negatives.search_pairs import ANSWER_TIMING, SEARCH_KINDS, search_negatives
+from pcr_ray.negatives.word import DISTRACTOR, WORD_KINDS, distractor_givens, word_counterfactuals
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 PAIR_COLUMNS: tuple[str, ...] = (
@@ -35,9 +36,11 @@ PAIR_COLUMNS: tuple[str, ...] = (
 )
 # which pair kinds train which PRM: the NS-PRM learns from verifier-passing negatives only (CSP and the
 # search-matched kinds); the conventional PRM from random perturbations. Both see `answer_timing` pairs,
-# because both decide when a search stops (answer declarations are scored like steps).
+# because both decide when a search stops (answer declarations are scored like steps). The word-problem kinds
+# (pcr_ray/negatives/word.py) are made and evaluated but trained on only when asked (train-prm kinds=[...]): the
+# quick PRM trained with them ranked GSM8K's gold steps no better across seeds (docs/results.md, GSM8K).
 KIND_GROUPS: dict[str, tuple[str, ...]] = {"csp": CSP_KINDS + SEARCH_KINDS, "random": RANDOM_KINDS + (ANSWER_TIMING,)}
-ALL_PAIR_KINDS: tuple[str, ...] = CSP_KINDS + SEARCH_KINDS + RANDOM_KINDS
+ALL_PAIR_KINDS: tuple[str, ...] = CSP_KINDS + WORD_KINDS + SEARCH_KINDS + RANDOM_KINDS
 # mine-pairs' kinds (pcr_ray/negatives/mined.py): negatives a trained PRM ranked high at gold prefixes; the NS-PRM
 # trains on them when the pairs folder has them. answer timing: the gold answer against continuations at the
 # end (and the gold step against too-early answers before it); alternative step: the gold step against wrong
@@ -114,10 +117,15 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
     if csp_kinds and cfg.csp_per_kind > 0:
         negs += counterfactuals(gold, key=pid, config=CSPConfig(max_per_kind=cfg.csp_per_kind, kinds=csp_kinds,
                                                                 seed=cfg.seed, rel_tol=cfg.rel_tol))
+    text = str(problem.get("text") or "")
+    word_kinds = tuple(k for k in cfg.kinds if k in WORD_KINDS)
+    if word_kinds and cfg.csp_per_kind > 0:
+        distractors = distractor_givens(text, gold.trace.givens, gold.trace.steps) if DISTRACTOR in word_kinds else ()
+        word_cfg = CSPConfig(max_per_kind=cfg.csp_per_kind, seed=cfg.seed, rel_tol=cfg.rel_tol)
+        negs += word_counterfactuals(gold, key=pid, kinds=word_kinds, distractors=distractors, config=word_cfg)
     if rnd_kinds and cfg.random_per_kind > 0:
         negs += random_negatives(gold, key=pid, per_kind=cfg.random_per_kind,
                                  config=CSPConfig(kinds=rnd_kinds, seed=cfg.seed, rel_tol=cfg.rel_tol))
-    text = str(problem.get("text") or "")
     search_kinds = tuple(k for k in cfg.kinds if k in SEARCH_KINDS)
     source = str(problem.get("source") or "")
     alt_enum = next((dict(o) for pre, o in cfg.alt_enumerator_by_source.items() if source.startswith(pre)), None)
@@ -126,23 +134,24 @@ def pair_records(problem: Mapping[str, Any], cfg: PairConfig | None = None) -> t
                              rel_tol=cfg.rel_tol, enumerator=alt_enum) if search_kinds and per_search > 0 else []
     split = split_of(pid, cfg.split_fractions)
     givens = gold.trace.givens
-    contexts: dict[int, tuple[str, str]] = {}
+    contexts: dict[tuple[int, int], tuple[str, str]] = {}
     rows: list[dict[str, Any]] = []
-    def context(t: int) -> tuple[str, str]:
-        if t not in contexts:
+    def context(t: int, gs: tuple[Any, ...] = givens) -> tuple[str, str]:
+        if (t, len(gs)) not in contexts:
             prefix = gold.trace.steps[:t]
-            contexts[t] = (render_context(text, givens, prefix),
-                           json.dumps([s.to_dict() for s in prefix], separators=(",", ":")))
-        return contexts[t]
+            contexts[(t, len(gs))] = (render_context(text, gs, prefix),
+                                      json.dumps([s.to_dict() for s in prefix], separators=(",", ":")))
+        return contexts[(t, len(gs))]
 
     for neg in negs:
-        ctx, prefix_json = context(neg.t)
+        gs = neg.trace.givens  # a distractor's J- carries the text's other numbers as givens; its pair's context too
+        ctx, prefix_json = context(neg.t, gs)
         rows.append({
             "problem_id": pid, "source": source, "split": split, "kind": neg.kind, "t": neg.t, "gold_steps": n,
             "context": ctx, "prefix": prefix_json,
-            "pos_step": render_candidate(givens, gold.trace.steps[:neg.t], neg.positive),
+            "pos_step": render_candidate(gs, gold.trace.steps[:neg.t], neg.positive),
             "pos_json": json.dumps(neg.positive.to_dict(), separators=(",", ":")),
-            "neg_step": render_candidate(givens, gold.trace.steps[:neg.t], neg.step),
+            "neg_step": render_candidate(gs, gold.trace.steps[:neg.t], neg.step),
             "neg_json": json.dumps(neg.step.to_dict(), separators=(",", ":")),
             "pos_value": float(neg.pos_value),
             "neg_value": float("nan") if neg.neg_value is None else float(neg.neg_value),

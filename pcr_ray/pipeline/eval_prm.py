@@ -24,6 +24,7 @@ from pcr_ray.configs import checked_dict
 from pcr_ray.negatives.csp import CSP_KINDS, RANDOM_KINDS
 from pcr_ray.negatives.pairs import MINED_KINDS
 from pcr_ray.negatives.search_pairs import SEARCH_KINDS
+from pcr_ray.negatives.word import WORD_KINDS
 from pcr_ray.paths import cache_dir
 from pcr_ray.pipeline.make_pairs import default_pairs_dir
 from pcr_ray.pipeline.ray_runtime import init_ray
@@ -32,8 +33,9 @@ from pcr_ray.pipeline.stats import auroc
 from pcr_ray.prm.build import build_scorer, checkpoint_path
 
 CONFIG_NAME = "eval_prm"
-GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "search-matched (all)": SEARCH_KINDS,
-                                      "verifier-passing (all)": CSP_KINDS + SEARCH_KINDS,
+GROUPS: dict[str, tuple[str, ...]] = {"csp (all)": CSP_KINDS, "word-problem (all)": WORD_KINDS,
+                                      "search-matched (all)": SEARCH_KINDS,
+                                      "verifier-passing (all)": CSP_KINDS + WORD_KINDS + SEARCH_KINDS,
                                       "mined (all)": MINED_KINDS,
                                       "random (all)": RANDOM_KINDS}
 
