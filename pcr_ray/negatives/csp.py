@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,14 +104,14 @@ class GoldRun:
 def step_key(step: Step) -> tuple[Any, ...]:
     """A canonical identity of a step's computation (op and arguments; commutative arguments sorted)."""
     prim = REGISTRY.get(step.op)
-    items = [(k, arg_token(v)) for k, v in step.args.items()]
+    items = [(k, _arg_token(v)) for k, v in step.args.items()]
     if prim is not None and prim.commutative:
         vals = sorted(v for _, v in items)
         return (step.op, tuple(vals))
     return (step.op, tuple(sorted(items)))
 
 
-def arg_token(v: Any) -> str:
+def _arg_token(v: Any) -> str:
     return v if isinstance(v, str) else f"#{float(v)!r}"
 
 
@@ -208,7 +208,7 @@ def _complete(gold: GoldRun, t: int, neg: Step, neg_result: StepResult, cfg: CSP
     return jm
 
 
-def accept_negative(gold: GoldRun, t: int, neg: Step, kind: str, note: str, cfg: CSPConfig) -> Negative | None:
+def _accept(gold: GoldRun, t: int, neg: Step, kind: str, note: str, cfg: CSPConfig) -> Negative | None:
     """Verify the candidate at t against the prefix, check its value moved, recompute downstream."""
     state = gold.states[t]
     chk = check_step(state, replace(neg, value=None), t, extend=False)
@@ -267,7 +267,7 @@ def _bindings(prim: Primitive, state: VerifierState, pool: list[_Item], out_dims
     found: list[tuple[int, dict[str, Any]]] = []
     for combo in itertools.islice(itertools.product(*lists), cfg.max_tries_per_op):
         args_ = [it.arg for it in combo]
-        if len(set(map(arg_token, args_))) < len(args_):
+        if len(set(map(_arg_token, args_))) < len(args_):
             continue  # x - x, x / x, ...: degenerate, not a plausible principle
         dims = {n: it.dims for n, it in zip(names, combo, strict=True)}
         try:
@@ -312,20 +312,8 @@ def principle_swaps(gold: GoldRun, t: int, rng: random.Random, cfg: CSPConfig) -
             same_family = int(prim.family == orig.family)
             candidates.append(((-overlap, -same_family, rng.random()), name, args))
     candidates.sort(key=lambda c: c[0])
-    out: list[Negative] = []
-    seen: set[tuple[Any, ...]] = {step_key(pos)}
-    for _, name, args in candidates:
-        if len(out) >= cfg.max_per_kind:
-            break
-        neg = Step(name, args, pos.out, None)
-        k = step_key(neg)
-        if k in seen:
-            continue
-        seen.add(k)
-        n = accept_negative(gold, t, neg, PRINCIPLE_SWAP, f"{pos.op} -> {name}", cfg)
-        if n is not None:
-            out.append(n)
-    return out
+    steps = ((Step(name, args, pos.out, None), f"{pos.op} -> {name}") for _, name, args in candidates)
+    return accept_first(gold, t, steps, PRINCIPLE_SWAP, cfg)
 
 
 # ---------------------------------------------------------------- variable substitution
@@ -355,22 +343,34 @@ def variable_substitutions(gold: GoldRun, t: int, rng: random.Random, cfg: CSPCo
                 if v.dims == d and v.name != a:
                     options.append((pname, v.name))
     rng.shuffle(options)
-    out: list[Negative] = []
-    seen: set[tuple[Any, ...]] = {step_key(pos)}
+    return accept_first(gold, t, substituted(pos, options), VARIABLE_SUBSTITUTION, cfg)
+
+
+def substituted(step: Step, options: Iterable[tuple[str, Any]]) -> Iterator[tuple[Step, str]]:
+    """`step` with one argument replaced, per (argument name, replacement) option, and a note saying which;
+    degenerate results (x - x, x / x: the same rule as for swaps) left out."""
     for pname, new in options:
+        args = dict(step.args)
+        old, args[pname] = args[pname], new
+        if len(set(map(_arg_token, args.values()))) < len(args):
+            continue
+        yield Step(step.op, args, step.out, None), f"{pname}: {old} -> {new}"
+
+
+def accept_first(gold: GoldRun, t: int, candidates: Iterable[tuple[Step, str]], kind: str,
+                 cfg: CSPConfig) -> list[Negative]:
+    """Up to cfg.max_per_kind negatives of `kind` at step t: the candidates (step, note) in order that `_accept`
+    takes (verified, value moved, later steps recomputed), each computation once, never the gold step's own."""
+    out: list[Negative] = []
+    seen: set[tuple[Any, ...]] = {step_key(gold.trace.steps[t])}
+    for neg, note in candidates:
         if len(out) >= cfg.max_per_kind:
             break
-        args = dict(pos.args)
-        old = args[pname]
-        args[pname] = new
-        if len(set(map(arg_token, args.values()))) < len(args):
-            continue  # x - x, x / x: degenerate (the same rule as for swaps)
-        neg = Step(pos.op, args, pos.out, None)
         k = step_key(neg)
         if k in seen:
             continue
         seen.add(k)
-        n = accept_negative(gold, t, neg, VARIABLE_SUBSTITUTION, f"{pname}: {old} -> {new}", cfg)
+        n = _accept(gold, t, neg, kind, note, cfg)
         if n is not None:
             out.append(n)
     return out

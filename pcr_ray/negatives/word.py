@@ -2,7 +2,7 @@
 
 Each kind changes one gold step's arguments (or its op) in a way a reader of the problem would call wrong, and
 keeps only what the verifier accepts (dimension and counted-kind rules included) and what changes the step's
-value; steps after t are recomputed, as for CSP (`pcr_ray.negatives.csp.accept_negative`):
+value; steps after t are recomputed, as for CSP (`pcr_ray.negatives.csp.accept_first`):
 
 - `inverse_operation`: a difference or quotient the wrong way round (`sub(b, a)`, `div(b, a)`: a rate divided
   the wrong way), or the inverse op on the same arguments (`mul` <-> `div`, `add` <-> `sub`);
@@ -30,11 +30,10 @@ from pcr_ray.negatives.csp import (
     CSPError,
     GoldRun,
     Negative,
-    accept_negative,
-    arg_token,
+    accept_first,
     prepare_gold,
-    step_key,
     step_rng,
+    substituted,
 )
 
 INVERSE_OPERATION = "inverse_operation"
@@ -74,15 +73,7 @@ def _used_names(gold: GoldRun) -> set[str]:
 
 def _substitutions(step: Step, options: dict[str, list[str]]) -> list[tuple[Step, str]]:
     """`step` with one variable argument replaced, for each (argument name -> replacements) option."""
-    out: list[tuple[Step, str]] = []
-    for pname, news in options.items():
-        for new in news:
-            args = dict(step.args)
-            old, args[pname] = args[pname], new
-            if len(set(map(arg_token, args.values()))) < len(args):
-                continue  # x - x, x / x: degenerate
-            out.append((Step(step.op, args, step.out), f"{pname}: {old} -> {new}"))
-    return out
+    return list(substituted(step, [(pname, new) for pname, news in options.items() for new in news]))
 
 
 def _candidates(gold: GoldRun, t: int, kind: str) -> list[tuple[Step, str]]:
@@ -116,19 +107,7 @@ def word_negatives(gold: GoldRun, t: int, kind: str, rng: random.Random, cfg: CS
     """Up to cfg.max_per_kind verifier-passing negatives of one word-problem kind at gold step t."""
     cands = _candidates(gold, t, kind)
     rng.shuffle(cands)
-    seen: set[tuple[Any, ...]] = {step_key(gold.trace.steps[t])}
-    out: list[Negative] = []
-    for neg, note in cands:
-        if len(out) >= cfg.max_per_kind:
-            break
-        k = step_key(neg)
-        if k in seen:
-            continue
-        seen.add(k)
-        n = accept_negative(gold, t, neg, kind, note, cfg)
-        if n is not None:
-            out.append(n)
-    return out
+    return accept_first(gold, t, cands, kind, cfg)
 
 
 def distractor_givens(text: str, givens: Sequence[Given], steps: Sequence[Step] = ()) -> tuple[Given, ...]:
