@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "primitives": ("pcr_ray.commands.core:primitives_main",
                    "list the registered primitives (markdown=true for the docs)"),
     "data": ("pcr_ray.data.build:main", "build problem parquet files: `pcr-ray data build [overrides]`"),
-    "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "generate CSP / random pairs with Ray Data"),
+    "make-pairs": ("pcr_ray.pipeline.make_pairs:main", "make PRM training pairs from gold traces with Ray Data"),
     "mine-pairs": ("pcr_ray.pipeline.mine_pairs:main", "mine answer-timing negatives with a PRM"),
     "train-prm": ("pcr_ray.pipeline.train_prm:main", "train the PRM with Ray Train"),
     "sft": ("pcr_ray.sft.command:main", "fine-tune a generator on gold traces with Ray Train"),

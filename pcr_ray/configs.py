@@ -575,7 +575,8 @@ class SolveConfig:
 
 @dataclass
 class MakePairsConfig:
-    """`pcr-ray make-pairs`: gold traces -> CSP + random-perturbation pairs -> parquet splits."""
+    """`pcr-ray make-pairs`: gold traces -> CSP, word-problem, search-matched and random pairs -> parquet
+    splits."""
 
     # named data sets of pcr_ray.data.readers ({name, limit, kwargs}) or parquet/jsonl files of Problem rows
     # ({path, limit}); physics: the training templates (split: train), seeds apart from the evaluation sets'
