@@ -126,6 +126,9 @@ VLLM_TESTS ?= 1
 # the main suite on two pytest-xdist workers, a test module's tests on one worker (its module fixtures and local Ray
 # built once), modules handed out in the order tests/conftest.py gives them (slowest first)
 XDIST := -n 2 --dist loadscope --no-loadscope-reorder
+# each xdist worker's torch on one OpenMP thread, as the vLLM suite's: three test processes on two cores, so a second
+# thread per process only waits on a busy core (OMP_NUM_THREADS set in the environment wins)
+MAIN_SUITE_ENV := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1}
 DURATIONS := .pytest-durations.jsonl
 VLLM_TEST_LOG := .vllm-tests.log
 test:
@@ -142,7 +145,7 @@ test-suites:
 	if $(MAKE) --no-print-directory $(STAMP); then \
 	  $(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
 	  wait $$dpid; \
-	  $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
+	  $(MAIN_SUITE_ENV) $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
 	else rc=1; wait $$dpid; echo "error: building $(VENV) failed; the main suite did not run"; fi; \
 	if [ "$(VLLM_TESTS)" = 1 ]; then \
@@ -156,7 +159,7 @@ test-suites:
 # `make test` is the whole suite.
 FAST_MARKERS := not slow and not llm and not browser
 test-fast: $(STAMP) $(DEBIAN_STAMP)
-	$(BIN)/python -m pytest $(XDIST) -m "$(FAST_MARKERS)" --durations=5
+	$(MAIN_SUITE_ENV) $(BIN)/python -m pytest $(XDIST) -m "$(FAST_MARKERS)" --durations=5
 
 demo: $(STAMP) $(DEBIAN_STAMP)
 	$(BIN)/pcr-ray demo

@@ -190,8 +190,8 @@ def _launch(cluster: LocalCluster, spec: NodeSpec) -> tuple[list[str], subproces
 def _start_nodes(cluster: LocalCluster, specs: list[NodeSpec], attempts: int = 5) -> None:
     """Starts `specs` at once and returns once each has joined and its agents listen. A raylet exits when one of
     its agents fails to start (a timeout on a loaded machine: `ray start` gives a raylet 30 s to register,
-    hard-coded in Ray): a worker node that dies so, or has not joined within the cluster's timeout, is stopped and
-    started again on fresh ports, up to `attempts` times in all; the head is not retried."""
+    hard-coded in Ray): a node that dies so, or has not joined within the cluster's timeout, is stopped and started
+    again on fresh node ports (the head keeps its GCS and dashboard ports), up to `attempts` times in all."""
     launched = {spec.name: _launch(cluster, spec) for spec in specs}
     for spec in specs:
         for attempt in range(1, attempts + 1):
@@ -200,7 +200,7 @@ def _start_nodes(cluster: LocalCluster, specs: list[NodeSpec], attempts: int = 5
                 _wait(cluster, cmd, proc)
                 break
             except RuntimeError:
-                if spec.name == "head" or attempt == attempts:
+                if attempt == attempts:
                     raise
                 _stop_process_group(proc)
                 _keep_logs(cluster, f"{spec.name}-attempt{attempt}")
