@@ -362,7 +362,7 @@ def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
 
     from ray import serve
 
-    from pcr_ray.serve.deploy import PRMScorerDeployment
+    from pcr_ray.serve.deploy import PRMScorerDeployment, shutdown_serve
 
     class GatedScorer:
         identity: dict = {}
@@ -431,7 +431,9 @@ def test_prm_deployment_merges_waiting_requests(ray_session) -> None:
     finally:
         serve.delete("gated_prm")
         if owns_serve:
-            serve.shutdown()
+            shutdown_serve()  # returns once the controller has exited: the next module's serve.start is safe
+    if owns_serve:
+        assert _get_global_client(raise_if_no_controller_running=False) is None
     calls, stats = seen["calls"], seen["stats"]
     assert calls[:2] == [1, 1] and max(calls) == 2 * 4, calls  # the cap: 4 requests of 2 pairs
     assert stats["requests"] == 1 + 1 + 20 + 1 and stats["max_requests_per_batch"] == 4

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from omegaconf import DictConfig
 from ray import serve
 from ray.exceptions import RayActorError
+from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
 from ray.serve.context import _get_global_client
 
 from pcr_ray.commands.hydra_app import hydra_command
@@ -243,7 +244,7 @@ class RunningService:
 
     def stop(self) -> None:
         if self.owns_serve:
-            serve.shutdown()
+            shutdown_serve()
         else:
             serve.delete(self.settings.app_name)
         if self.owns_ray:
@@ -258,6 +259,26 @@ def _port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def shutdown_serve(timeout_s: float = 300.0) -> None:
+    """`serve.shutdown()`, then wait until Serve's controller has exited.
+
+    Serve waits 30 s for its controller's graceful shutdown; on a loaded machine it takes longer and goes on in
+    the background, and a Serve started meanwhile reuses that controller, which kills the new HTTP proxy. Waiting
+    here makes a stop followed by a start safe.
+    """
+    serve.shutdown()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+        except ValueError:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Serve's controller was still running {timeout_s:.0f} s after serve.shutdown(); "
+                               "see its log under the Ray session's logs/ (controller_*.log)")
+        time.sleep(0.2)
 
 
 def _serve_client() -> Any | None:
@@ -293,7 +314,7 @@ def start(settings: ServeSettings | Mapping[str, Any] | None = None) -> RunningS
         serve.run(app, name=s.app_name, route_prefix=s.route_prefix)
     except BaseException:
         if owns_serve and _serve_client() is not None:
-            serve.shutdown()
+            shutdown_serve()
         if owns_ray:
             shutdown_ray()
         raise
