@@ -8,6 +8,10 @@ book value in SI units. Reports accuracy and the median and largest seconds a pr
 PRM loaded beforehand, as it is after a first solve). The README's solve examples are among the problems
 (tests/test_solve_examples.py checks that they are).
 
+Start-up, in fresh processes, each measured `--repeats` times in this run: the whole `pcr-ray solve` command on a
+word problem (the PRM cached), and loading the PRM and scoring one pair the way the scorer does (a BERT-family
+checkpoint without transformers, pcr_ray.prm.bert) against loading it through transformers' own model.
+
     .venv/bin/python benchmarks/bench_solve.py [overrides ...] [--name bench_solve] [--results]
 """
 
@@ -63,10 +67,42 @@ def right(value: float | None, unit: str | None, book: float, book_unit: str) ->
     return grade_numeric(value, book, unit=book_unit, pred_unit=unit, rel_tol=0.02).correct
 
 
+SOLVE_TEXT = WORD_PROBLEMS[0][0]
+LOAD = {  # a fresh interpreter: import, load the checkpoint, score one pair
+    "scorer": "from pcr_ray.prm.scorer import PRMScorer; s = PRMScorer.from_checkpoint(CK)",
+    "transformers": ("from pcr_ray.prm.model import load_checkpoint; from pcr_ray.prm.scorer import PRMScorer; "
+                     "m, t, meta = load_checkpoint(CK); s = PRMScorer(m, t, max_length=meta.max_length)"),
+}
+
+
+def startup(checkpoint: str, overrides: list[str], repeats: int) -> dict:
+    """Seconds (median and all) of fresh processes: the `pcr-ray solve` command, and the two ways to load the PRM."""
+    import subprocess
+    import sys
+
+    def wall(cmd: list[str]) -> float:
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+        return time.perf_counter() - t
+
+    cli = [sys.executable, "-m", "pcr_ray.cli", "solve", SOLVE_TEXT, *overrides]
+    runs: dict[str, list[float]] = {"solve_command": [], **{k: [] for k in LOAD}}
+    for _ in range(repeats):  # interleaved, so that a slow moment of the machine falls on every kind alike
+        runs["solve_command"].append(wall(cli))
+        for kind, code in LOAD.items():
+            body = code.replace("CK", repr(checkpoint)) + "; s.score([('a problem', 'a step')])"
+            runs[kind].append(wall([sys.executable, "-c", body]))
+    out = {k: {"median_s": round(statistics.median(v), 2), "runs_s": [round(x, 2) for x in v]} for k, v in runs.items()}
+    out["transformers_over_scorer"] = round(out["transformers"]["median_s"] / out["scorer"]["median_s"], 2)
+    out["solve_text"] = SOLVE_TEXT
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("overrides", nargs="*", help="solve config overrides (key=value), as on the command line")
     ap.add_argument("--name", default="bench_solve")
+    ap.add_argument("--repeats", type=int, default=3, help="fresh processes per start-up measurement")
     ap.add_argument("--results", action="store_true", help="also write benchmarks/results/NAME.json")
     add_dry_run(ap)
     args = ap.parse_args()
@@ -91,7 +127,12 @@ def main() -> None:
                      "prm_calls": res.n_prm_calls, "steps": [s["step"] for s in res.steps], "stop": res.stop_reason})
         print(f"{'RIGHT' if ok else 'wrong'} {secs:5.1f}s  {rows[-1]['answer']!s:>18}  (book {book:g} {unit})  "
               f"{text[:70]}", flush=True)
-    res: dict = {"machine": machine_info(), "overrides": args.overrides, "scorer_load_s": round(load_s, 2)}
+    ck = str(scorer.identity["checkpoint"])
+    res: dict = {"machine": machine_info(), "overrides": args.overrides, "scorer_load_s": round(load_s, 2),
+                 "startup": startup(ck, args.overrides, args.repeats)}
+    st = res["startup"]
+    print(f"start-up (median of {args.repeats}): `pcr-ray solve` {st['solve_command']['median_s']} s; the PRM loaded "
+          f"and one pair scored {st['scorer']['median_s']} s, through transformers {st['transformers']['median_s']} s")
     for group in ("physics", "word"):
         part = [r for r in rows if r["group"] == group]
         secs = [r["seconds"] for r in part]
