@@ -67,6 +67,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
     ("configs.py", "_is_none"): "omegaconf: whether a node holds None (no public form in omegaconf 2.3)",
     ("prm/int8_rows.py", "_int_mm"): "torch._int_mm: the int8 matmul kernel, which has no public name",
     ("serve/deploy.py", "_get_global_client"): "ray.serve.context: the controller's client, to tell whether Serve runs",
+    ("serve/deploy.py", "_private"): "ray.serve._private.constants: the controller's actor name and namespace, to wait "
+                                     "until a stopped Serve's controller has exited",
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from pcr_ray.core.render import RENDER_VERSION
-from pcr_ray.prm import kernels
+from pcr_ray.prm import bert, kernels
 from pcr_ray.prm.base import ENCODER_DIR, HEAD_FILE, META_FILE, sigmoid
 from pcr_ray.prm.context_cache import cached_context_logits, supports_context_cache
 from pcr_ray.prm.int8_rows import RowInt8Linear, quantize_rows
@@ -26,6 +26,7 @@ from pcr_ray.prm.onnx_runtime import load_onnx
 from pcr_ray.prm.runtimes import check_runtime
 from pcr_ray.prm.score_cache import ScoreCache
 from pcr_ray.prm.shared import DEFAULT_PACK_SIZE, make_packs, packed_logits
+from pcr_ray.prm.tokenizer import load_prm_tokenizer
 
 SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM whose int8 takes one activation scale per forward "
                "pass: a candidate's score would move with the other candidates; load it with "
@@ -36,9 +37,6 @@ SHARED_INT8 = ("int8 scoring is refused for a shared_context PRM whose int8 take
 def load_for_scoring(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[PRMModel, Any, PRMMeta]:
     """load_checkpoint for scoring alone: a BERT-family encoder (MiniLM) with its tokenizer.json loads without
     transformers (pcr_ray.prm.bert, pcr_ray.prm.tokenizer: about 2.5 s less to start); any other as load_checkpoint."""
-    from pcr_ray.prm import bert
-    from pcr_ray.prm.tokenizer import load_prm_tokenizer
-
     p = Path(path)
     meta = read_meta(p)
     enc = p / ENCODER_DIR
@@ -55,8 +53,6 @@ def load_for_scoring(path: str | os.PathLike[str], device: str | torch.device = 
 
 def load_scoring_tokenizer(path: str | os.PathLike[str]) -> Any:
     """The tokenizer scoring uses for a checkpoint folder: its tokenizer.json without transformers when it has one."""
-    from pcr_ray.prm.tokenizer import load_prm_tokenizer
-
     return load_prm_tokenizer(Path(path) / ENCODER_DIR) or load_tokenizer(path)
 
 

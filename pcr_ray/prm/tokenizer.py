@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
+
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
 
@@ -21,8 +23,6 @@ class PRMTokenizer:
     """`tok(texts[, pairs], truncation=..., max_length=..., padding=..., return_tensors=...)` on a tokenizer.json."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        from tokenizers import Tokenizer  # heavy: tokenizers
-
         p = Path(folder)
         self.backend = Tokenizer.from_file(str(p / TOKENIZER_FILE))
         cfg = json.loads((p / CONFIG_FILE).read_text()) if (p / CONFIG_FILE).is_file() else {}
