@@ -265,8 +265,8 @@ def shutdown_serve(timeout_s: float = 300.0) -> None:
     """`serve.shutdown()`, then wait until Serve's controller has exited.
 
     Serve waits 30 s for its controller's graceful shutdown; on a loaded machine it takes longer and goes on in
-    the background, and a Serve started meanwhile reuses that controller, which kills the new HTTP proxy. Waiting
-    here makes a stop followed by a start safe.
+    the background, and a Serve started meanwhile can lose its new HTTP proxy to it. Waiting here keeps a stop
+    followed by a start apart.
     """
     serve.shutdown()
     deadline = time.monotonic() + timeout_s
