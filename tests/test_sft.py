@@ -206,7 +206,7 @@ PARSED_SHARE = 0.5
 
 
 @pytest.mark.slow
-def test_quick_fine_tune_lowers_the_held_out_loss_and_its_steps_parse() -> None:
+def test_quick_fine_tune_lowers_the_held_out_loss_and_its_steps_parse(heavy_memory) -> None:  # noqa: ARG001
     from pcr_ray.generators.base import ProposalRequest, build_generator
     from pcr_ray.generators.llm_common import build_call
     from pcr_ray.generators.model_folder import read_recipe, resolve_model
@@ -330,7 +330,8 @@ def test_gpu_recipe_composes_and_its_trainer_is_built(ray_session) -> None:  # n
 
 
 @pytest.mark.slow
-def test_sft_command_on_two_workers_is_killed_and_resumes(ray_session, tmp_path: Path) -> None:  # noqa: ARG001
+def test_sft_command_on_two_workers_is_killed_and_resumes(ray_session, heavy_memory,  # noqa: ARG001
+                                                          tmp_path: Path) -> None:
     """`pcr-ray sft` on two DDP workers (gloo): a Ray Train checkpoint at step 2, the second worker's process
     exits at step 3, Ray Train restarts both from the checkpoint and the run ends at step 4; the folder loads, its
     sft.json records the resume, the held-out loss and the counts; MLflow has the run."""

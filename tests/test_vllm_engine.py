@@ -236,26 +236,6 @@ def test_concurrent_search_workers_through_the_actor(engine) -> None:
     assert _info(ref)["max_in_flight"] >= 2  # the actor had several callers' batches in the engine at once
 
 
-def test_solve_cli_prints_a_trace_and_an_answer_line(tmp_path) -> None:
-    """`pcr-ray solve "..." generator=vllm_tiny` in its own process (its own engine, built in-process)."""
-    import subprocess
-    import sys
-
-    text = "A car accelerates from rest at 2 m/s^2 for 5 s. How far does it go?"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "pcr_ray", "solve", text, "generator=vllm_tiny", *GEN_OVERRIDES,
-           f"prm.checkpoint={small_prm_checkpoint()}", "search.k=2",
-           "search.beam_width=1", "search.max_steps=2", "search.max_retries=1", "search.max_backtracks=0"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()  # vLLM's own log lines come first
-    start = next(i for i, line in enumerate(lines) if line.startswith("problem: A car"))
-    assert lines[start + 1].startswith("givens:"), lines[start:]
-    answers = [line for line in lines[start:] if line.startswith("answer: ")]  # vLLM's shutdown log may follow
-    assert len(answers) == 1 and any(line.startswith("stats: ") for line in lines[start:]), proc.stdout[-2000:]
-    assert (proc.returncode == 0) == (answers[0] != "answer: none"), answers[0]
-
-
 def test_engine_killed_mid_batch_is_restarted_and_the_batch_retried(engine) -> None:
     import psutil
     import ray
