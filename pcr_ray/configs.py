@@ -428,8 +428,9 @@ class PipelineConfig:
     # extract: givens and the asked unit from the problem text (pcr_ray.data.givens, what a user's data gets) |
     # gold: the gold trace's givens and answer unit, an oracle ablation ("oracle givens" wherever it is shown)
     givens: str = "extract"
-    worker_max_restarts: int = 3  # a crashed search worker comes back this many times ...
-    worker_max_task_retries: int = 3  # ... and its batch is retried
+    # a crashed search worker always comes back (Ray Data sends batches only to live workers, and a worker gone for
+    # good would still get one before it noticed); the batch it was running is retried this many times
+    worker_max_task_retries: int = 3
     problem_attempts: int = 2  # a problem whose search raises is retried alone this many times, then an error row
     rounds: int = 3  # rerun rows whose batch failed for good with smaller batches, this many rounds in all
     max_errored_blocks: int = -1  # batches allowed to fail for good before a round aborts (-1: any)

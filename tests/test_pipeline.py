@@ -130,7 +130,7 @@ def test_a_problem_that_always_kills_its_worker_is_recorded_and_the_rest_complet
     run = tmp_path / "doomed"
     doomed = "physics/1/0/incline_slide"
     overrides = smoke_overrides(run, None, "methods=[verifier_only]", f"+pipeline.faults.exit_for_problem={doomed}",
-                                "pipeline.worker_max_restarts=1", "pipeline.worker_max_task_retries=1",
+                                "pipeline.worker_max_task_retries=1",
                                 "pipeline.rounds=2")
     evaluate(compose_config(overrides))
     rows = read_rows(run)
@@ -138,8 +138,10 @@ def test_a_problem_that_always_kills_its_worker_is_recorded_and_the_rest_complet
     assert len(rows) == SMOKE_PROBLEMS
     by_id = {r["problem_id"]: r for r in rows}
     assert "failed in every round" in by_id[doomed]["error"]
-    assert all(not r["error"] for pid, r in by_id.items() if pid != doomed)
-    assert len(read_metrics(run)["pipeline_failures"]) == 2
+    failures = read_metrics(run)["pipeline_failures"]
+    assert all(not r["error"] for pid, r in by_id.items() if pid != doomed), (
+        {pid: r["error"] for pid, r in by_id.items()}, failures)
+    assert len(failures) == 2, failures
 
 
 def test_bad_configuration_fails_clearly_before_any_work(ray_session, tmp_path):

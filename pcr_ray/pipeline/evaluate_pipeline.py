@@ -11,8 +11,8 @@ grades run inside the SearchWorker call, on the batch it was given: the same fun
 worker processes or object transfers of their own, which on a small machine take CPU from the search workers.
 Turn it off when extraction is heavy and should scale on its own (e.g. an LLM extractor on other nodes).
 
-Fault tolerance: search workers are restarted by Ray Data (max_restarts) and their batch retried
-(max_task_retries); model actors restart by their own options; an exception inside a search is retried
+Fault tolerance: a search worker that dies is restarted by Ray Data (always) and its batch retried
+(pipeline.worker_max_task_retries times); model actors restart by their own options; an exception inside a search is retried
 problem by problem, then recorded as an error row; if the dataset itself fails, the driver reruns what is
 left in smaller batches (`pipeline.rounds`), and whatever still fails becomes error rows. Completed shards
 are never rewritten, and a rerun with the same run directory skips (problem_id, method) rows already done.
@@ -118,7 +118,7 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = False
-    # A batch whose worker keeps dying (after max_restarts / max_task_retries) must not abort the other
+    # A batch whose worker keeps dying (after max_task_retries) must not abort the other
     # batches: it is skipped, its items stay pending, and the next round retries them in smaller batches.
     ctx.max_errored_blocks = int(pcfg["max_errored_blocks"])
     task_cpus = float(pcfg["task_num_cpus"])
@@ -135,15 +135,17 @@ def build_dataset(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Ma
         ds = ds.map_batches(extract_givens, batch_format="pandas", batch_size=batch_size, num_cpus=task_cpus,
                             compute=tasks, fn_kwargs={"givens_mode": givens_mode})
     with warnings.catch_warnings():
-        # Bounded restarts need max_restarts/max_task_retries, which Ray 2.60 only takes as (deprecated)
-        # ray_remote_args; its defaults (-1, -1) would retry a batch that always kills its worker forever.
+        # Bounded retries need max_task_retries, which Ray 2.60 only takes as a (deprecated) ray_remote_arg; its
+        # default (-1) would retry a batch that always kills its worker forever.
         warnings.simplefilter("ignore", category=DeprecationWarning)
         ds = ds.map_batches(
             SearchWorker, fn_constructor_kwargs={"spec": spec}, batch_format="pandas", batch_size=batch_size,
             compute=ray.data.ActorPoolStrategy(
                 size=n_workers, max_tasks_in_flight_per_actor=max(1, int(pcfg["worker_tasks_in_flight"]))),
             num_cpus=float(pcfg["worker_num_cpus"]),
-            max_restarts=int(pcfg["worker_max_restarts"]),
+            # restarted without end, as Ray Data's actor pool expects: a worker dead for good would still be sent a
+            # batch before the pool noticed, and that batch would fail with it
+            max_restarts=-1,
             max_task_retries=int(pcfg["worker_max_task_retries"]),
         )
     if not fused:
@@ -197,8 +199,8 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
                 log.warning("[pipeline] %s; %d rows left", msg, len(todo))
             else:
                 if todo:  # batches that failed for good were skipped (max_errored_blocks)
-                    msg = (f"round {rnd + 1}: {len(todo)} rows not returned (their batches failed after "
-                           f"{int(pcfg.get('worker_max_restarts', 3))} worker restarts)")
+                    msg = (f"round {rnd + 1}: {len(todo)} rows not returned (their batches failed "
+                           f"{int(pcfg.get('worker_max_task_retries', 3)) + 1} times)")
                     stats.failures.append(msg)
                     log.warning("[pipeline] %s", msg)
             pending = [it for it in pending if key(it) in todo]
