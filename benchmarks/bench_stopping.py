@@ -6,7 +6,8 @@ answer against every continuation (stopping), before it the gold step against ev
 of the gold trace's remaining quantities and every too-early answer. For each checkpoint, on the same
 generated physics problems (gold givens, seed 11: not the pairs' seed 7919, not the search benchmark's
 seed 3) and optionally GSM8K test problems: how often the gold action ranks first, in the top 2 (beam 2
-keeps it), its mean reciprocal rank, and how often a too-early answer outscores the gold step. Candidates
+keeps it), its mean reciprocal rank, how often a too-early answer outscores the gold step, and (answers
+compared with answers only) how often the gold answer outscores every other answer met along its gold path. Candidates
 come from `pcr_ray.negatives.mined.gold_state` (the search's typed enumerator, cap 48, rendered as the search
 renders them). Also reports the share of gold (context, action) pairs longer than the scorer's max_length
 (their context loses its start), and how often the enumerator itself offers the gold action or its equal
@@ -79,9 +80,12 @@ def _ranks(states: list[Any], scorer: Any) -> list[dict[str, Any]]:
         s = [got[p] for p in st.pairs]
         is_answer = [t.startswith("answer: ") for _, t in st.pairs]
         early = any(a and x > s[0] for a, x in zip(is_answer[1:], s[1:], strict=True))
-        rows.append({"end": st.row["t"] == st.row["gold_steps"], "rank": sum(1 for x in s[1:] if x > s[0]),
+        end = st.row["t"] == st.row["gold_steps"]
+        rows.append({"end": end, "rank": sum(1 for x in s[1:] if x > s[0]),
                      "n": len(s), "cut": n_tok > scorer.max_length, "offered": st.offered,
-                     "early_answer_wins": early})
+                     "early_answer_wins": early, "problem": st.row["problem_id"],
+                     "other_answers": [x for a, x in zip(is_answer[1:], s[1:], strict=True) if a],
+                     "gold_answer": s[0] if end else None})
     return rows
 
 
@@ -104,6 +108,17 @@ def _summ(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if before:
         wins = sum(r["early_answer_wins"] for r in before)
         out["early answer outscores the gold step"] = round(wins / len(before), 4)
+    # answers compared with answers: over a problem's whole gold path (every prefix's too-early answers and the end's
+    # other answers), does the gold answer score highest? (a stop rule that ranks answers apart from steps needs it)
+    by_problem: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_problem.setdefault(r["problem"], []).append(r)
+    golds = [(g, [x for r in rs for x in r["other_answers"]]) for rs in by_problem.values()
+             for g in [next((r["gold_answer"] for r in rs if r["end"]), None)] if g is not None]
+    if golds:
+        out["gold answer outscores every other answer on its path"] = round(
+            sum(all(g > x for x in others) for g, others in golds) / len(golds), 4)
+        out["other answers per path (mean)"] = round(statistics.mean(len(o) for _, o in golds), 1)
     out["gold pairs cut at max_length"] = round(sum(r["cut"] for r in rows) / max(1, len(rows)), 4)
     return out
 
@@ -160,6 +175,10 @@ def main() -> None:
             if "early answer outscores the gold step" in res[name]:
                 print(f"{ck:32s} {name:8s} early answer outscores the gold step: "
                       f"{res[name]['early answer outscores the gold step']:.3f}", flush=True)
+            if "gold answer outscores every other answer on its path" in res[name]:
+                print(f"{ck:32s} {name:8s} gold answer outscores every other answer on its path: "
+                      f"{res[name]['gold answer outscores every other answer on its path']:.3f} "
+                      f"({res[name]['other answers per path (mean)']} others)", flush=True)
             print(f"{ck:32s} {name:8s} gold pairs longer than {scorer.max_length} tokens (context cut): "
                   f"{res[name]['gold pairs cut at max_length']:.3f}", flush=True)
         out["results"][ck] = {"identity": scorer.identity, **res}
