@@ -14,12 +14,13 @@ Checkpoints and training storage may also be URIs (`s3://`, `gs://`, ...: anythi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -60,6 +61,19 @@ def runs_dir() -> Path:
     return (_env_path("PCR_RAY_RUNS") or Path.cwd() / "outputs").resolve()
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (made with its folder if missing) for the block; other processes
+    asking for it wait."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable[[Path], object]) -> Path:
     """`folder`, made by `make(tmp)` in a temporary folder beside it and renamed into place, unless complete.
 
@@ -68,9 +82,7 @@ def build_once(folder: Path, is_complete: Callable[[Path], bool], make: Callable
     """
     if is_complete(folder):
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock(folder.parent / f".{folder.name}.lock"):
         if is_complete(folder):
             return folder
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))

@@ -8,12 +8,12 @@ of its own holds this lock, so at most one such peak runs at a time.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from pcr_ray.paths import file_lock
 
 LOCK_FILE = "pcr-ray-tests-heavy-memory.lock"
 
@@ -23,14 +23,6 @@ def lock_path() -> Path:
     return Path(os.environ.get("PCR_RAY_TEST_LOCK_DIR") or tempfile.gettempdir()) / LOCK_FILE
 
 
-@contextmanager
-def heavy_memory() -> Iterator[None]:
-    """Hold the lock for the block (waits while another test holds it)."""
-    path = lock_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def heavy_memory() -> AbstractContextManager[None]:
+    """Hold the lock for a block (waits while another test holds it)."""
+    return file_lock(lock_path())

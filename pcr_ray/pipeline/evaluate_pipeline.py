@@ -12,10 +12,11 @@ worker processes or object transfers of their own, which on a small machine take
 Turn it off when extraction is heavy and should scale on its own (e.g. an LLM extractor on other nodes).
 
 Fault tolerance: a search worker that dies is restarted by Ray Data (always) and its batch retried
-(pipeline.worker_max_task_retries times); model actors restart by their own options; an exception inside a search is retried
-problem by problem, then recorded as an error row; if the dataset itself fails, the driver reruns what is
-left in smaller batches (`pipeline.rounds`), and whatever still fails becomes error rows. Completed shards
-are never rewritten, and a rerun with the same run directory skips (problem_id, method) rows already done.
+(pipeline.worker_max_task_retries times); model actors restart by their own options; an exception inside a
+search is retried problem by problem, then recorded as an error row; if the dataset itself fails, the driver
+reruns what is left in smaller batches (`pipeline.rounds`), and whatever still fails becomes error rows.
+Completed shards are never rewritten, and a rerun with the same run directory skips (problem_id, method) rows
+already done.
 """
 
 from __future__ import annotations

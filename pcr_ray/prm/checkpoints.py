@@ -15,22 +15,20 @@ name beyond KEEP_VERSIONS go. A file lock keeps concurrent callers from training
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pcr_ray.core.render import RENDER_VERSION
 from pcr_ray.data.readers import data_files, load_dataset
 from pcr_ray.negatives.pairs import KIND_GROUPS, PairConfig, pairs_from_problems
-from pcr_ray.paths import PACKAGE_DIR, cache_dir
+from pcr_ray.paths import PACKAGE_DIR, cache_dir, file_lock
 from pcr_ray.prm.base import META_FILE, PRM_KINDS
 
 log = logging.getLogger(__name__)
@@ -157,17 +155,6 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"PRM kind must be one of {PRM_KINDS}, got {kind!r}")
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def load_problems(sources: Sequence[Mapping[str, Any]],
                   used: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Problem rows (Problem.to_dict()) with gold traces from named data sets; sources that are absent are skipped,
@@ -232,7 +219,7 @@ def ensure_checkpoint(kind: str = "csp", *, budget_pairs: int | None = None, epo
     dest = default_checkpoint_dir(kind, attention, recipe)
     if not force and find_checkpoint(kind, attention, recipe):
         return dest
-    with _lock(dest.parent / f".{dest.name}.lock"):
+    with file_lock(dest.parent / f".{dest.name}.lock"):
         if not force and find_checkpoint(kind, attention, recipe):
             return dest  # another process trained it while we waited
         t0 = time.perf_counter()
