@@ -108,8 +108,8 @@ venv-vllm: $(VLLM_STAMP)
 # tests, the multi-node cluster of a GPU cluster's shape that runs paper_table through `ray job submit`, the fine-tuned
 # folder in the engine, and vLLM's OpenAI-compatible server scoring with a process reward model (prm=openai_reward).
 test-vllm: $(VLLM_STAMP)
-	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_vllm_solve.py tests/test_cluster_multinode.py \
-	  tests/test_vllm_sft.py tests/test_vllm_served_prm.py
+	OMP_NUM_THREADS=1 $(VLLM_VENV)/bin/python -m pytest -m vllm tests/test_vllm_engine.py tests/test_vllm_solve.py \
+	  tests/test_cluster_multinode.py tests/test_vllm_sft.py tests/test_vllm_served_prm.py
 
 venv: $(STAMP)
 

@@ -201,7 +201,7 @@ def run_pipeline(items: list[dict[str, Any]], spec: Mapping[str, Any], pcfg: Map
             else:
                 if todo:  # batches that failed for good were skipped (max_errored_blocks)
                     msg = (f"round {rnd + 1}: {len(todo)} rows not returned (their batches failed "
-                           f"{int(pcfg.get('worker_max_task_retries', 3)) + 1} times)")
+                           f"{int(pcfg['worker_max_task_retries']) + 1} times)")
                     stats.failures.append(msg)
                     log.warning("[pipeline] %s", msg)
             pending = [it for it in pending if key(it) in todo]
