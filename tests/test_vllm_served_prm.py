@@ -80,7 +80,8 @@ def server(prm_folder, tmp_path_factory) -> Iterator[tuple[str, subprocess.Popen
             [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(prm_folder),
              "--runner", "pooling", "--pooler-config", f'{{"step_tag_id": {tag}}}', "--dtype", "float32",
              "--max-model-len", "1024", "--served-model-name", "tiny-prm", "--host", "127.0.0.1",
-             "--port", str(port), "--enforce-eager"], stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+             "--port", str(port), "--enforce-eager"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_for_models(url, proc, log, 600, "vLLM's server")
