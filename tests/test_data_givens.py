@@ -15,6 +15,7 @@ from pcr_ray.data.givens import (
     Target,
     extract,
     extract_target,
+    given_kind,
     given_matches,
     read_unit,
     score_extraction,
@@ -177,6 +178,33 @@ def test_matching_is_by_value_and_dimension():
              "steps": [{"op": "neg", "args": {"x": "a"}, "out": {"name": "c", "unit": "m"}}],
              "answer": [{"name": "c", "unit": "m"}]}
     assert [g.name for g in used_givens(trace)] == ["a"]
+
+
+def test_given_kinds_and_capture_per_kind():
+    assert [given_kind(u) for u in ("dimensionless", "%", "orange", "item", "USD", "cent", "USD/hour", "orange/sack",
+                                    "m/s", "hour", "kg", "no such unit")] == \
+        ["unitless", "unitless", "count", "count", "money", "money", "rate", "rate", "rate", "physical", "physical",
+         "unitless"]
+    # four used givens, one of each kind (the steps' own units are not scored): the count and the rate found, the
+    # dollars' value found without their unit, the unitless 2 missed
+    trace = {"givens": [{"name": "s", "value": 8, "unit": "sack"}, {"name": "r", "value": 35, "unit": "orange/sack"},
+                        {"name": "p", "value": 3, "unit": "USD"}, {"name": "k", "value": 2, "unit": "dimensionless"}],
+             "steps": [{"op": "mul", "args": {"x": "s", "y": "r"}, "out": {"name": "o", "unit": "orange"}},
+                       {"op": "mul", "args": {"x": "o", "y": "p"}, "out": {"name": "c", "unit": "USD*orange"}},
+                       {"op": "mul", "args": {"x": "c", "y": "k"}, "out": {"name": "d", "unit": "USD*orange"}}],
+             "answer": [{"name": "d", "unit": "USD*orange"}]}
+
+    class _Some:
+        def extract(self, text: str) -> Extraction:
+            return Extraction((Given("a", 8.0, "sack"), Given("b", 35.0, "orange/sack"), Given("c", 3.0, "item")),
+                              Target(None, None, "none"))
+
+    s = score_extraction([("text", trace, "USD*orange")], _Some())
+    assert s.by_kind == {"count": {"givens": 1, "value": 1.0, "value_and_unit": 1.0},
+                         "rate": {"givens": 1, "value": 1.0, "value_and_unit": 1.0},
+                         "money": {"givens": 1, "value": 1.0, "value_and_unit": 0.0},
+                         "unitless": {"givens": 1, "value": 0.0, "value_and_unit": 0.0}}
+    assert s.complete == 0.0 and s.given_recall == 0.5
 
 
 class _Constant:

@@ -1,6 +1,7 @@
 """The givens extractor measured (docs/reproduction.md, the givens row): on GSM8K test and generated physics, the
-problems whose gold givens are all captured; on SciBench physics (no gold givens), the problems with givens found
-and the targets of the answer's dimension. The `givens` step of `pcr-ray reproduce` runs it.
+problems whose gold givens are all captured, and the gold givens captured per kind (unitless, count, money, rate,
+physical); on SciBench physics (no gold givens), the problems with givens found and the targets of the answer's
+dimension. The `givens` step of `pcr-ray reproduce` runs it.
 
     python -m pcr_ray.bench.givens OUT.json
 """
@@ -13,10 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pcr_ray.bench.records import git_revision
 from pcr_ray.core.units import try_unit_info
 from pcr_ray.data.givens import extract, score_extraction
 from pcr_ray.data.physics import generate_problems
 from pcr_ray.data.readers import SCIBENCH_PHYSICS, load_dataset
+
+
+def gold_answer_unit(trace: dict) -> str:
+    """The unit of a gold trace's (first) answer; '' when it names none."""
+    answers = trace.get("answer") or [{}]
+    return str(answers[0].get("unit") or "")
 
 
 def measure_givens(path: Path) -> dict[str, Any]:
@@ -26,7 +34,9 @@ def measure_givens(path: Path) -> dict[str, Any]:
     gsm = [p for p in load_dataset("gsm8k_test") if p.gold_trace]
     phys = generate_problems(n=300, seed=0, split="heldout")
     for name, probs in (("gsm8k_test", gsm), ("physics", phys)):
-        out[name] = score_extraction([(p.text, p.gold_trace, p.answer_unit) for p in probs]).to_dict()
+        # GSM8K's rows state no answer unit: the gold trace's answer has it
+        out[name] = score_extraction([(p.text, p.gold_trace, p.answer_unit or gold_answer_unit(p.gold_trace))
+                                      for p in probs]).to_dict()
     sci = load_dataset("scibench", books=list(SCIBENCH_PHYSICS))
     ex = [(p, extract(p.text)) for p in sci]
     known = [(p, e) for p, e in ex if e.target.known]
@@ -37,6 +47,7 @@ def measure_givens(path: Path) -> dict[str, Any]:
         "target_right": sum(e.target.dims == u.dims for (p, e), u in
                             ((pe, try_unit_info(pe[0].answer_unit or "dimensionless")) for pe in known)
                             if u is not None)}
+    out.update(command=f"python -m pcr_ray.bench.givens {path}", git_revision=git_revision())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
     return out

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pcr_ray.core.trace import Given
 from pcr_ray.core.units import BASE_DIMS, DEFAULT_COUNT_UNITS, DIMENSIONLESS, Dims, UnitInfo, try_unit_info, unit_info
@@ -864,9 +864,28 @@ def _is_unitless(g: Given) -> bool:
     return info is None or info.dims == DIMENSIONLESS
 
 
+GIVEN_KINDS = ("unitless", "count", "money", "rate", "physical")  # what a gold given is, by its unit
+
+
+def given_kind(unit: str) -> str:
+    """What a gold given's unit makes it: `rate` (a ratio: `USD/hour`, `orange/sack`), `money`, `count` (a counted
+    noun: `item`, `orange`), `unitless`, or `physical` (any other unit: `hour`, `lb`, `m/s` is a rate)."""
+    info = try_unit_info(unit or "dimensionless")
+    if info is not None and "/" in unit:  # before the dimension: `orange/sack` counts per count, dimensionless
+        return "rate"
+    if info is None or info.dims == DIMENSIONLESS:
+        return "unitless"
+    if info.dims == unit_info("USD").dims:
+        return "money"
+    if info.dims == unit_info("item").dims:  # every counted noun has item's dimension
+        return "count"
+    return "physical"
+
+
 @dataclass(frozen=True, slots=True)
 class ExtractionScore:
-    """Fraction of problems whose complete gold givens were captured (value+dimension, and value only)."""
+    """Fraction of problems whose complete gold givens were captured (value+dimension, and value only), and per kind
+    of given (`given_kind`) the share of gold givens captured."""
 
     n: int
     complete: float
@@ -875,12 +894,13 @@ class ExtractionScore:
     given_recall: float
     target_dims_acc: float
     n_target_known: int
+    by_kind: dict[str, dict[str, float | int]] = field(default_factory=dict)  # kind -> givens, value, value_and_unit
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "complete": self.complete, "complete_value_only": self.complete_value_only,
                 "complete_unit_lenient": self.complete_unit_lenient, "given_recall": self.given_recall,
                 "target_dims_acc": self.target_dims_acc,
-                "n_target_known": self.n_target_known}
+                "n_target_known": self.n_target_known, "by_kind": self.by_kind}
 
 
 def score_extraction(items: Sequence[tuple[str, dict, str]], extractor: GivensExtractor | None = None,
@@ -894,6 +914,7 @@ def score_extraction(items: Sequence[tuple[str, dict, str]], extractor: GivensEx
     n = ok = ok_v = ok_l = 0
     g_tot = g_hit = 0
     t_known = t_ok = 0
+    kinds = {k: [0, 0, 0] for k in GIVEN_KINDS}  # givens, value captured, value and unit captured
     for text, trace, ans_unit in items:
         gold = used_givens(trace)
         found = ex.extract(text)
@@ -902,6 +923,9 @@ def score_extraction(items: Sequence[tuple[str, dict, str]], extractor: GivensEx
         ok += all(hits)
         vals = [given_matches(g, found.givens, check_dims=False) for g in gold]
         ok_v += all(vals)
+        for g, h, v in zip(gold, hits, vals, strict=True):
+            row = kinds[given_kind(g.unit)]
+            row[0], row[1], row[2] = row[0] + 1, row[1] + v, row[2] + h
         ok_l += all(h or (v and _is_unitless(g)) for h, v, g in zip(hits, vals, gold, strict=True))
         g_tot += len(gold)
         g_hit += sum(hits)
@@ -912,5 +936,7 @@ def score_extraction(items: Sequence[tuple[str, dict, str]], extractor: GivensEx
     def frac(a: int, b: int) -> float:
         return a / b if b else 0.0
 
+    by_kind = {k: {"givens": t, "value": frac(v, t), "value_and_unit": frac(h, t)} for k, (t, v, h) in kinds.items()
+               if t}
     return ExtractionScore(n, frac(ok, n), frac(ok_v, n), frac(ok_l, n), frac(g_hit, g_tot), frac(t_ok, t_known),
-                           t_known)
+                           t_known, by_kind)
