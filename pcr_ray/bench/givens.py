@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pcr_ray.bench.records import git_revision
+from pcr_ray.bench.records import git_revision, machine_info
 from pcr_ray.core.units import try_unit_info
 from pcr_ray.data.givens import extract, score_extraction
 from pcr_ray.data.physics import generate_problems
@@ -47,7 +47,7 @@ def measure_givens(path: Path) -> dict[str, Any]:
         "target_right": sum(e.target.dims == u.dims for (p, e), u in
                             ((pe, try_unit_info(pe[0].answer_unit or "dimensionless")) for pe in known)
                             if u is not None)}
-    out.update(command=f"python -m pcr_ray.bench.givens {path}", git_revision=git_revision())
+    out.update(command=f"python -m pcr_ray.bench.givens {path}", git_revision=git_revision(), machine=machine_info())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
     return out
