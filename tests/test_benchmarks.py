@@ -154,8 +154,11 @@ def test_each_result_names_the_command_that_made_it(path: Path) -> None:
         flags = {t.split("=")[0] for t in tokens[tokens.index(scripts[0]) + 1:] if t.startswith("--")}
         gone = sorted(f for f in flags if f'"{f}"' not in source and f"{f} " not in source)
         assert not gone, f"{path.name}: {scripts[0]} no longer takes {gone}"
+    elif "-m" in tokens:  # python -m pcr_ray.bench.<name>: a module of the package
+        module = tokens[tokens.index("-m") + 1]
+        assert (REPO / (module.replace(".", "/") + ".py")).exists(), f"{path.name}: no module {module}"
     else:
-        assert "pcr-ray" in tokens, f"{path.name}: the command names neither a script nor pcr-ray: {command}"
+        assert "pcr-ray" in tokens, f"{path.name}: the command names neither a script, a module nor pcr-ray: {command}"
         sub = tokens[tokens.index("pcr-ray") + 1]
         assert sub in COMMANDS, f"{path.name}: no `pcr-ray {sub}`"
 
