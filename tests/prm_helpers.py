@@ -59,20 +59,3 @@ def tiny_backbone(path: Path, arch: str = "bert") -> Path:
     model.save_pretrained(path)
     AutoTokenizer.from_pretrained(str(minilm_path())).save_pretrained(path)
     return path
-
-
-def tiny_causal_lm(path: Path) -> Path:
-    """Save a tiny randomly initialised LLaMA (SmolLM2's architecture at 2 layers of width 32) with SmolLM2's
-    tokenizer and chat template at `path`: a base model for the fine-tuning tests whose point is the mechanics
-    (workers, checkpoints, resume), not what the model learns. The SmolLM2 folder is made on first use."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from pcr_ray.generators.model_folder import resolve_model
-
-    tok = AutoTokenizer.from_pretrained(resolve_model("tiny:smollm2"))
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    LlamaForCausalLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path

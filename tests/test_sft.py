@@ -22,7 +22,6 @@ from pcr_ray.sft.corpus import TRAIN_SEED_MIN, build_corpus, training_problems
 from pcr_ray.sft.examples import problem_examples
 from pcr_ray.sft.programs import trace_program
 from tests import mlflow_util
-from tests.prm_helpers import tiny_causal_lm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -335,16 +334,12 @@ def test_sft_command_on_two_workers_is_killed_and_resumes(ray_session, heavy_mem
                                                           tmp_path: Path) -> None:
     """`pcr-ray sft` on two DDP workers (gloo): a Ray Train checkpoint at step 2, the second worker's process
     exits at step 3, Ray Train restarts both from the checkpoint and the run ends at step 4; the folder loads, its
-    sft.json records the resume, the held-out loss and the counts; MLflow has the run. The base model is a tiny
-    random LLaMA with SmolLM2's tokenizer: what is tested is the command's workers, checkpoints and resume (the
-    quick fine-tune above trains SmolLM2 itself)."""
+    sft.json records the resume, the held-out loss and the counts; MLflow has the run."""
     from pcr_ray.generators.model_folder import SFT_RECORD, read_recipe
     from pcr_ray.sft.command import main
 
     out, db, storage, marker = tmp_path / "sft", tmp_path / "mlflow.db", tmp_path / "train", tmp_path / "exited"
-    base = tiny_causal_lm(tmp_path / "base")
-    rc = main(["sft_recipe=test", f"sft_recipe.base_model={base}", "sft_recipe.max_steps=4",
-               "sft_recipe.physics_problems=6",
+    rc = main(["sft_recipe=test", "sft_recipe.max_steps=4", "sft_recipe.physics_problems=6",
                "sft_recipe.batch_size=2", "sft_recipe.lora_r=8", f"output={out}", f"storage_path={storage}",
                "scaling.num_workers=2", "scaling.cpus_per_worker=1", "checkpoint_every=2",
                f"+faults={{exit_at_step: 3, marker: {marker}}}", "tracking=mlflow", f"tracking.uri=sqlite:///{db}"])
