@@ -868,8 +868,8 @@ GIVEN_KINDS = ("unitless", "count", "money", "rate", "physical")  # what a gold 
 
 
 def given_kind(unit: str) -> str:
-    """What a gold given's unit makes it: `rate` (a ratio: `USD/hour`, `orange/sack`), `money`, `count` (a counted
-    noun: `item`, `orange`), `unitless`, or `physical` (any other unit: `hour`, `lb`, `m/s` is a rate)."""
+    """What a gold given's unit makes it: `rate` (a ratio: `USD/hour`, `orange/sack`, `m/s`), `money`, `count` (a
+    counted noun: `item`, `orange`), `unitless` (also a unit that does not parse), or `physical` (`hour`, `lb`)."""
     info = try_unit_info(unit or "dimensionless")
     if info is not None and "/" in unit:  # before the dimension: `orange/sack` counts per count, dimensionless
         return "rate"

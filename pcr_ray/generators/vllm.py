@@ -209,8 +209,8 @@ class VLLMGenerator:
         kwargs = dict(self.engine_kwargs, model=resolve_model(self.model))
         if self.device == "cpu" and kwargs["tensor_parallel_size"] == 1:
             # the model runs in the engine-core process rather than in a worker process of its own: one vLLM import
-            # fewer per engine start (25 s -> 17 s for SmolLM2-135M on 2 cores, the same tokens/s). Named as a
-            # class: vLLM's CPU platform turns the name "uni" into "mp"
+            # fewer per engine start, the same tokens/s (docs/vllm.md, Engine start on CPU). Named as a class:
+            # vLLM's CPU platform turns the name "uni" into "mp"
             from vllm.v1.executor.uniproc_executor import UniProcExecutor  # heavy: vllm
 
             kwargs["distributed_executor_backend"] = UniProcExecutor
