@@ -126,9 +126,8 @@ VLLM_TESTS ?= 1
 # the main suite on two pytest-xdist workers, a test module's tests on one worker (its module fixtures and local Ray
 # built once), modules handed out in the order tests/conftest.py gives them (slowest first)
 XDIST := -n 2 --dist loadscope --no-loadscope-reorder
-# each xdist worker's torch on one OpenMP thread, as the vLLM suite's, and tests/warm_cache.py's builds beside them:
-# four busy processes on two cores, so a second thread per process only waits on a busy core (OMP_NUM_THREADS set in
-# the environment wins)
+# each xdist worker's torch on one OpenMP thread, as the vLLM suite's: three test processes on two cores, so a second
+# thread per process only waits on a busy core (OMP_NUM_THREADS set in the environment wins)
 MAIN_SUITE_ENV := OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1}
 DURATIONS := .pytest-durations.jsonl
 VLLM_TEST_LOG := .vllm-tests.log
@@ -144,7 +143,7 @@ test-suites:
 	    $(MAKE) --no-print-directory test-vllm ) > $(VLLM_TEST_LOG) 2>&1 & vpid=$$!; fi; \
 	$(MAKE) --no-print-directory $(DEBIAN_STAMP) & dpid=$$!; \
 	if $(MAKE) --no-print-directory $(STAMP); then \
-	  $(MAIN_SUITE_ENV) $(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
+	  $(BIN)/python -m tests.warm_cache $(PCR_RAY_DURATIONS) & wpid=$$!; \
 	  wait $$dpid; \
 	  $(MAIN_SUITE_ENV) $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  wait $$wpid; wrc=$$?; [ $$rc != 0 ] || rc=$$wrc; \
