@@ -1,10 +1,10 @@
 """Build the trained artifacts both suites share: `python -m tests.warm_cache [DURATIONS]`.
 
-`make test` runs this in the background as the main suite starts, on both cores. On a fresh machine it makes the
-test-size PRM (tests/prm_helpers.py), the SmolLM2 model folder and the tests' fine-tune `sft:test`, once. Each is built
-under a file lock, so a test that needs one before it is ready waits for that build alone, and a test that asks first
-builds it itself; nothing is built twice. With the per-user cache warm each finds its folder and returns at once. Each
-build's seconds go to DURATIONS (the JSON lines tests/budget.py reads) as `warm-cache::<name>`.
+`make test` runs this in the background as the main suite starts. On a fresh machine it makes the test-size PRM
+(tests/prm_helpers.py), the SmolLM2 model folder and the tests' fine-tune `sft:test`, once, on both cores. Each is
+built under a file lock, so a test that needs one before it is ready waits for that build alone, and a test that asks
+first builds it itself; nothing is built twice. With the per-user cache warm each finds its folder and returns at
+once. Each build's seconds go to DURATIONS (the JSON lines tests/budget.py reads) as `warm-cache::<name>`.
 """
 
 from __future__ import annotations
